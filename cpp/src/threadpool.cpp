@@ -1,0 +1,155 @@
+#include "nncodecs/threadpool.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace nnc {
+namespace {
+
+// One parallel_for call: its tasks are claimed through `next`, and `done`
+// counts finished tasks so the caller knows when to return.
+struct Job {
+  const std::function<void(std::size_t)>* fn;
+  std::size_t tasks;
+  std::atomic<std::size_t> next{0};
+  std::atomic<std::size_t> done{0};
+
+  // Run tasks of this job until none is left to claim. True if it ran any.
+  bool work() {
+    bool ran = false;
+    for (std::size_t i; (i = next.fetch_add(1)) < tasks;) {
+      (*fn)(i);
+      done.fetch_add(1, std::memory_order_acq_rel);
+      ran = true;
+    }
+    return ran;
+  }
+};
+
+class Pool {
+ public:
+  explicit Pool(int workers) {
+    for (int i = 0; i < workers; ++i) threads_.emplace_back([this] { loop(); });
+  }
+  // Deliberately never joined: the pool lives for the whole process and is
+  // abandoned (not destroyed) after fork, when its threads no longer exist.
+  int workers() const { return static_cast<int>(threads_.size()); }
+
+  void run(Job& job, int helpers) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      // One queue entry per helper: each wakes one worker, which drains the job.
+      for (int i = 0; i < helpers; ++i) queue_.push_back(&job);
+    }
+    cv_.notify_all();
+    job.work();
+    // Wait for tasks claimed by workers; help with other callers' jobs meanwhile.
+    while (job.done.load(std::memory_order_acquire) < job.tasks) {
+      Job* other = nullptr;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (!queue_.empty()) other = take_locked();
+      }
+      if (other == nullptr) {
+        std::this_thread::yield();
+        continue;
+      }
+      other->work();
+      release(other);
+    }
+    // The job lives on the caller's stack: drop its queued entries and wait
+    // until no worker still holds it before returning.
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        for (auto it = queue_.begin(); it != queue_.end();) {
+          it = (*it == &job) ? queue_.erase(it) : it + 1;
+        }
+        if (std::find(active_.begin(), active_.end(), &job) == active_.end()) return;
+      }
+      std::this_thread::yield();
+    }
+  }
+
+ private:
+  void loop() {
+    for (;;) {
+      Job* job;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [this] { return !queue_.empty(); });
+        job = take_locked();
+      }
+      job->work();
+      release(job);
+    }
+  }
+
+  // Pop a queued job and mark it held, under the lock, so its owner cannot
+  // return (and free it) before we are done touching it.
+  Job* take_locked() {
+    Job* job = queue_.front();
+    queue_.pop_front();
+    active_.push_back(job);
+    return job;
+  }
+
+  void release(Job* job) {
+    std::lock_guard<std::mutex> lock(mu_);
+    active_.erase(std::find(active_.begin(), active_.end(), job));
+  }
+
+  std::vector<std::thread> threads_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Job*> queue_;
+  std::vector<Job*> active_;
+};
+
+std::mutex g_pool_mu;
+Pool* g_pool = nullptr;
+pid_t g_pool_pid = 0;
+
+Pool& pool() {
+  std::lock_guard<std::mutex> lock(g_pool_mu);
+  // A forked child inherits the pointer but not the threads: start afresh.
+  if (g_pool == nullptr || g_pool_pid != getpid()) {
+    g_pool = new Pool(hardware_threads() - 1);
+    g_pool_pid = getpid();
+  }
+  return *g_pool;
+}
+
+}  // namespace
+
+int hardware_threads() {
+  unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 1 : static_cast<int>(n);
+}
+
+int resolve_threads(int threads) { return threads <= 0 ? hardware_threads() : threads; }
+
+void parallel_for(std::size_t tasks, int threads, const std::function<void(std::size_t)>& fn) {
+  if (tasks == 0) return;
+  int want = resolve_threads(threads);
+  if (tasks == 1 || want <= 1) {
+    for (std::size_t i = 0; i < tasks; ++i) fn(i);
+    return;
+  }
+  Pool& p = pool();
+  int helpers = std::min<int>({want - 1, p.workers(), static_cast<int>(tasks) - 1});
+  Job job;
+  job.fn = &fn;
+  job.tasks = tasks;
+  p.run(job, helpers);
+}
+
+}  // namespace nnc

@@ -1,0 +1,30 @@
+// Range kernels behind transform.h, one set per variant. Each works on the
+// elements [begin, end) of a buffer of n elements, so the dispatcher can hand
+// disjoint ranges to threads. Planes have stride n.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "nncodecs/transform.h"
+
+namespace nnc {
+namespace detail {
+
+struct RangeKernels {
+  void (*reorder)(uint8_t* dst, const uint8_t* src, std::size_t begin, std::size_t end,
+                  Layout layout, bool decode);
+  void (*split)(uint8_t* dst, const uint8_t* src, std::size_t n, std::size_t begin,
+                std::size_t end, std::size_t elemsize, Layout layout);
+  void (*merge)(uint8_t* dst, const uint8_t* src, std::size_t n, std::size_t begin,
+                std::size_t end, std::size_t elemsize, Layout layout);
+};
+
+extern const RangeKernels scalar_kernels;
+#if defined(__x86_64__) || defined(_M_X64)
+#define NNC_HAVE_AVX2_KERNELS 1
+extern const RangeKernels avx2_kernels;
+#endif
+
+}  // namespace detail
+}  // namespace nnc

@@ -1,0 +1,92 @@
+"""What every nncodecs codec shares: buffer normalisation, threads, the zarr shell.
+
+A codec module holds the transform itself once (functions on arrays) and two
+thin shells around it: a numcodecs ``Codec`` and a Zarr v3 codec with the
+same id and configuration. This module holds the parts those shells share.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+import numpy as np
+
+from nncodecs.dtypes import as_numpy, native_dtype
+
+__all__ = [
+    "array_module",
+    "as_array",
+    "as_byte_view",
+    "get_threads",
+    "little_endian",
+    "set_threads",
+]
+
+_threads = 0  # 0: every hardware thread
+
+
+def set_threads(threads: int | None) -> None:
+    """Set the threads the kernels use on large buffers (``None`` or 0: all cores).
+
+    >>> set_threads(1); get_threads()
+    1
+    >>> set_threads(None)
+    """
+    global _threads
+    if threads is None:
+        threads = 0
+    if not isinstance(threads, int) or isinstance(threads, bool) or threads < 0:
+        raise ValueError(f"threads must be a non-negative integer or None, got {threads!r}")
+    _threads = threads
+
+
+def get_threads() -> int:
+    """Threads the kernels use on large buffers: the setting, or every core."""
+    return _threads or (os.cpu_count() or 1)
+
+
+def array_module(arr: Any) -> Any:
+    """``numpy`` for NumPy arrays, ``cupy`` for CuPy arrays (output stays where input is)."""
+    module = type(arr).__module__.split(".")[0]
+    if module == "cupy":
+        import cupy
+
+        return cupy
+    return np
+
+
+def as_array(buf: Any) -> Any:
+    """An array for any buffer the codecs accept: NumPy, CuPy, torch (CPU) or bytes-like."""
+    if array_module(buf) is not np:
+        return buf
+    if isinstance(buf, np.ndarray):
+        arr = buf
+    elif isinstance(buf, bytes | bytearray | memoryview):
+        arr = np.frombuffer(buf, dtype=np.uint8)
+    else:
+        arr = as_numpy(buf)
+    # ML dtypes (bfloat16, float8) are kind "V" too, but their type is not np.void.
+    if arr.dtype.kind in "OUS" or arr.dtype.type is np.void:
+        raise TypeError(f"unsupported dtype {arr.dtype}: object, string and structured arrays")
+    return arr
+
+
+def little_endian(arr: Any) -> Any:
+    """The array in little-endian byte order (a copy only when it was big-endian)."""
+    if arr.dtype.byteorder == ">":
+        return arr.astype(native_dtype(arr.dtype).newbyteorder("<"))
+    return arr
+
+
+def as_byte_view(arr: Any) -> Any:
+    """C-order bytes of an array as a flat uint8 view (a copy only when not C-contiguous)."""
+    xp = array_module(arr)
+    flat = xp.ascontiguousarray(arr).reshape(-1)
+    return flat.view(xp.uint8)
+
+
+async def run_in_thread(fn: Any, *args: Any) -> Any:
+    """The async shell of a Zarr codec: the sync core on a worker thread."""
+    return await asyncio.to_thread(fn, *args)

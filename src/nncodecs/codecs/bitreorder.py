@@ -1,0 +1,261 @@
+"""``nncodecs.bitreorder``: exponent-first bit reorder of floats.
+
+Rotates the sign+exponent field of each float left by one bit, so the
+exponent moves to the top bits and the sign sits just below it: the
+exponent of float32 and bfloat16 then fills its own byte (see
+``docs/format.md``). Floats come out as unsigned integers of the same width;
+integers, bool and float4_e2m1fn pass through unchanged. Every bit pattern
+survives (NaN payloads, -0.0, infinities, subnormals).
+
+Two shells share one implementation: :class:`BitReorder` (Zarr v3,
+array -> array) and :class:`NumcodecsBitReorder` (numcodecs), both with id
+``nncodecs.bitreorder`` and configuration ``{"dtype": <name> | None}``.
+
+Examples
+--------
+>>> import numpy as np
+>>> codec = NumcodecsBitReorder(dtype="float32")
+>>> bits = codec.encode(np.array([1.0, -2.0], dtype=np.float32))
+>>> bits.dtype, [hex(b) for b in bits]
+(dtype('uint32'), ['0x7f000000', '0x80800000'])
+>>> codec.decode(bits)
+array([ 1., -2.], dtype=float32)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Self
+
+import numpy as np
+from numcodecs.abc import Codec
+from numcodecs.compat import ndarray_copy
+from zarr.abc.codec import ArrayArrayCodec
+from zarr.core.array_spec import ArraySpec
+from zarr.core.common import parse_named_configuration
+from zarr.core.dtype import parse_data_type
+
+from nncodecs import _core
+from nncodecs.codecs._shell import (
+    array_module,
+    as_array,
+    get_threads,
+    little_endian,
+    run_in_thread,
+)
+from nncodecs.dtypes import (
+    dtype_name,
+    float_layout,
+    native_dtype,
+    normalize_dtype,
+    reordered_dtype,
+)
+
+__all__ = ["BitReorder", "NumcodecsBitReorder", "decode_array", "encode_array"]
+
+CODEC_ID = "nncodecs.bitreorder"
+
+_MANTISSA = {"float64": 52, "float32": 23, "float16": 10, "bfloat16": 7,
+             "float8_e4m3fn": 3, "float8_e5m2": 2}  # fmt: skip
+
+
+def _reorder_xp(bits: Any, layout: str, decode: bool) -> Any:
+    """The reorder as array operations, for arrays the C++ kernel cannot reach (CuPy)."""
+    xp = array_module(bits)
+    width = bits.dtype.itemsize * 8
+    m = _MANTISSA[layout]
+    t = bits.dtype.type
+    mant = t((1 << m) - 1)
+    one = t(1)
+    if not decode:
+        exp_hi = t(((1 << width) - 1) & ~((1 << (m + 1)) - 1))
+        return (bits & mant) | ((bits << one) & exp_hi) | ((bits >> t(width - 1)) << t(m))
+    exp_lo = t(((1 << (width - 1)) - 1) & ~((1 << m) - 1))
+    sign = ((bits >> t(m)) & one) << t(width - 1)
+    return xp.asarray((bits & mant) | ((bits >> one) & exp_lo) | sign, dtype=bits.dtype)
+
+
+def _elementwise(src: Any, out_dtype: np.dtype, layout: str, decode: bool) -> Any:
+    """Apply the reorder to every element of ``src``, keeping shape and memory order."""
+    if array_module(src) is not np:
+        bits = src.view(reordered_dtype(src.dtype))
+        return _reorder_xp(bits, layout, decode).view(out_dtype)
+    if not (src.flags.c_contiguous or src.flags.f_contiguous):
+        src = np.ascontiguousarray(src)
+    out = np.empty_like(src, dtype=out_dtype)  # same order (C or F) as src
+    kernel = _core.reorder_decode if decode else _core.reorder_encode
+    kernel(
+        out.ravel(order="K").view(np.uint8),
+        src.ravel(order="K").view(np.uint8),
+        layout,
+        threads=get_threads(),
+    )
+    return out
+
+
+def encode_array(arr: Any) -> Any:
+    """Reorder the bits of a float array; integers and bool come back unchanged.
+
+    Raises ``TypeError`` for dtypes outside :data:`nncodecs.dtypes.SUPPORTED_DTYPES`.
+    """
+    layout = float_layout(arr.dtype)
+    out_dtype = reordered_dtype(arr.dtype)
+    arr = little_endian(arr)
+    if layout == "none":
+        return arr.view(out_dtype)
+    return _elementwise(arr, out_dtype, layout, decode=False)
+
+
+def decode_array(bits: Any, dtype: Any) -> Any:
+    """Inverse of :func:`encode_array`: ``bits`` (any dtype of the right width) to ``dtype``."""
+    target = normalize_dtype(dtype)
+    layout = float_layout(target)
+    bits_dtype = reordered_dtype(target)
+    if bits.dtype.itemsize != bits_dtype.itemsize:
+        raise ValueError(
+            f"bitreorder: decoding {dtype_name(target)} needs {bits_dtype.itemsize}-byte "
+            f"elements, got {bits.dtype} ({bits.dtype.itemsize} bytes)"
+        )
+    bits = little_endian(bits).view(bits_dtype)
+    native = native_dtype(target)
+    if layout == "none":
+        out = bits.view(native)
+    else:
+        out = _elementwise(bits, native, layout, decode=True)
+    return out if native == target else out.astype(target)
+
+
+class NumcodecsBitReorder(Codec):
+    """numcodecs codec ``nncodecs.bitreorder``.
+
+    Parameters
+    ----------
+    dtype : str or dtype, optional
+        Element type. Optional for encoding (taken from the array); decoding
+        needs it, or an ``out`` array to take it from.
+    """
+
+    codec_id = CODEC_ID
+
+    def __init__(self, dtype: Any = None) -> None:
+        self.dtype = None if dtype is None else dtype_name(dtype)
+
+    def _input(self, buf: Any) -> Any:
+        arr = as_array(buf)
+        if self.dtype is None:
+            dtype_name(arr.dtype)  # TypeError for unsupported element types
+            return arr
+        want = normalize_dtype(self.dtype)
+        if arr.dtype == np.uint8 and want.itemsize != 1 and not isinstance(buf, np.ndarray):
+            if arr.nbytes % want.itemsize:
+                raise ValueError(
+                    f"bitreorder: {arr.nbytes} bytes is not a whole number of "
+                    f"{self.dtype} elements ({want.itemsize} bytes each)"
+                )
+            return arr.view(want)
+        if dtype_name(arr.dtype) != self.dtype:
+            raise ValueError(f"bitreorder: configured for {self.dtype}, got {arr.dtype} data")
+        return arr
+
+    def encode(self, buf: Any) -> Any:
+        return encode_array(self._input(buf))
+
+    def decode(self, buf: Any, out: Any = None) -> Any:
+        dtype = self.dtype
+        if dtype is None:
+            if out is None:
+                raise ValueError("bitreorder: decoding needs dtype= in the codec or an out= array")
+            dtype = dtype_name(as_array(out).dtype)
+        target = normalize_dtype(dtype)
+        arr = as_array(buf)
+        if arr.dtype.itemsize != target.itemsize:
+            if arr.nbytes % target.itemsize:
+                raise ValueError(
+                    f"bitreorder: {arr.nbytes} bytes is not a whole number of {dtype} "
+                    f"elements ({target.itemsize} bytes each)"
+                )
+            arr = np.ascontiguousarray(arr).reshape(-1).view(reordered_dtype(target))
+        dec = decode_array(arr, target)
+        return dec if out is None else ndarray_copy(dec, out)
+
+    def get_config(self) -> dict[str, Any]:
+        return {"id": self.codec_id, "dtype": self.dtype}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(dtype={self.dtype!r})"
+
+
+@dataclass(frozen=True)
+class BitReorder(ArrayArrayCodec):
+    """Zarr v3 codec ``nncodecs.bitreorder`` (array -> array).
+
+    Parameters
+    ----------
+    dtype : str or dtype, optional
+        Element type; filled in from the array when the codec joins one.
+
+    Examples
+    --------
+    >>> import ml_dtypes, numpy as np, zarr
+    >>> from nncodecs import BitReorder, Planes
+    >>> a = zarr.create_array({}, shape=(64,), dtype=ml_dtypes.bfloat16,
+    ...                       filters=[BitReorder()], serializer=Planes())
+    >>> a[:] = np.linspace(-1, 1, 64).astype(ml_dtypes.bfloat16)
+    >>> bool((a[:] == np.linspace(-1, 1, 64).astype(ml_dtypes.bfloat16)).all())
+    True
+    """
+
+    is_fixed_size = True
+    dtype: str | None
+
+    def __init__(self, *, dtype: Any = None) -> None:
+        object.__setattr__(self, "dtype", None if dtype is None else dtype_name(dtype))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        _, config = parse_named_configuration(data, CODEC_ID, require_configuration=False)
+        return cls(**(config or {}))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": CODEC_ID, "configuration": {"dtype": self.dtype}}
+
+    def _array_dtype(self, zdtype: Any) -> str:
+        name = dtype_name(zdtype.to_native_dtype())
+        if self.dtype is not None and self.dtype != name:
+            raise ValueError(f"bitreorder: configured for {self.dtype}, the array holds {name}")
+        return name
+
+    def evolve_from_array_spec(self, array_spec: ArraySpec) -> Self:
+        name = self._array_dtype(array_spec.dtype)
+        return self if self.dtype == name else replace(self, dtype=name)
+
+    def validate(self, *, shape: Any, dtype: Any, chunk_grid: Any) -> None:
+        self._array_dtype(dtype)
+
+    def resolve_metadata(self, chunk_spec: ArraySpec) -> ArraySpec:
+        native = chunk_spec.dtype.to_native_dtype()
+        fill = encode_array(np.asarray(chunk_spec.fill_value, dtype=native))
+        return ArraySpec(
+            shape=chunk_spec.shape,
+            dtype=parse_data_type(reordered_dtype(native).newbyteorder("<"), zarr_format=3),
+            fill_value=fill[()],
+            config=chunk_spec.config,
+            prototype=chunk_spec.prototype,
+        )
+
+    def _encode_sync(self, chunk_array: Any, chunk_spec: ArraySpec) -> Any:
+        out = encode_array(chunk_array.as_ndarray_like())
+        return chunk_spec.prototype.nd_buffer.from_ndarray_like(out)
+
+    def _decode_sync(self, chunk_array: Any, chunk_spec: ArraySpec) -> Any:
+        out = decode_array(chunk_array.as_ndarray_like(), chunk_spec.dtype.to_native_dtype())
+        return chunk_spec.prototype.nd_buffer.from_ndarray_like(out)
+
+    async def _encode_single(self, chunk_array: Any, chunk_spec: ArraySpec) -> Any:
+        return await run_in_thread(self._encode_sync, chunk_array, chunk_spec)
+
+    async def _decode_single(self, chunk_array: Any, chunk_spec: ArraySpec) -> Any:
+        return await run_in_thread(self._decode_sync, chunk_array, chunk_spec)
+
+    def compute_encoded_size(self, input_byte_length: int, _chunk_spec: ArraySpec) -> int:
+        return input_byte_length

@@ -1,0 +1,240 @@
+"""``nncodecs.planes``: byte-plane split of fixed-size elements.
+
+Plane ``j`` holds byte ``j`` (little-endian) of every element, planes one
+after the other: ``n`` elements of ``k`` bytes become ``k`` planes of ``n``
+bytes. After :mod:`nncodecs.codecs.bitreorder`, the last plane of float32,
+bfloat16 and float16 is the exponent plane, which compresses far better
+than the bytes interleaved. One-byte types are one plane (a copy).
+
+Two shells share one implementation: :class:`Planes` (Zarr v3, array ->
+bytes serializer) and :class:`NumcodecsPlanes` (numcodecs), both with id
+``nncodecs.planes`` and configuration ``{"elementsize": <int> | None}``.
+
+:func:`split_array` and :func:`merge_array` also run the bit reorder fused
+into the same pass (``reorder=True``), which the fused weights codec uses.
+
+Examples
+--------
+>>> import numpy as np
+>>> codec = NumcodecsPlanes(elementsize=2)
+>>> codec.encode(np.array([0x0102, 0x0304], dtype="<u2")).tolist()
+[2, 4, 1, 3]
+>>> codec.decode(bytes([2, 4, 1, 3])).view("<u2").tolist() == [0x0102, 0x0304]
+True
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any, Self
+
+import numpy as np
+from numcodecs.abc import Codec
+from numcodecs.compat import ndarray_copy
+from zarr.abc.codec import ArrayBytesCodec
+from zarr.core.array_spec import ArraySpec
+from zarr.core.common import parse_named_configuration
+
+from nncodecs import _core
+from nncodecs.codecs._shell import (
+    array_module,
+    as_array,
+    as_byte_view,
+    get_threads,
+    little_endian,
+    run_in_thread,
+)
+from nncodecs.dtypes import float_layout, native_dtype, normalize_dtype
+from nncodecs.errors import CorruptDataError
+
+__all__ = ["NumcodecsPlanes", "Planes", "merge_array", "merge_bytes", "split_array", "split_bytes"]
+
+CODEC_ID = "nncodecs.planes"
+
+
+def _check_elementsize(elementsize: Any) -> int | None:
+    if elementsize is None:
+        return None
+    if isinstance(elementsize, bool) or not isinstance(elementsize, int | np.integer):
+        raise TypeError(f"planes: elementsize must be an int or None, got {elementsize!r}")
+    if not 1 <= elementsize <= 255:
+        raise ValueError(f"planes: elementsize must be between 1 and 255, got {elementsize}")
+    return int(elementsize)
+
+
+def split_bytes(data: Any, elementsize: int, layout: str = "none") -> Any:
+    """Split a flat uint8 array of whole elements into planes (a new uint8 array)."""
+    if data.nbytes % elementsize:
+        raise ValueError(
+            f"planes: {data.nbytes} bytes is not a whole number of {elementsize}-byte elements"
+        )
+    xp = array_module(data)
+    if xp is not np:
+        return _split_xp(data, elementsize, layout)
+    out = np.empty(data.nbytes, dtype=np.uint8)
+    _core.planes_split(out, data, elementsize, layout, threads=get_threads())
+    return out
+
+
+def merge_bytes(planes: Any, elementsize: int, layout: str = "none") -> Any:
+    """Inverse of :func:`split_bytes`: planes back to element bytes (a new uint8 array)."""
+    if planes.nbytes % elementsize:
+        raise CorruptDataError(
+            f"planes: {planes.nbytes} bytes cannot be {elementsize} equal planes"
+        )
+    xp = array_module(planes)
+    if xp is not np:
+        return _merge_xp(planes, elementsize, layout)
+    out = np.empty(planes.nbytes, dtype=np.uint8)
+    _core.planes_merge(out, planes, elementsize, layout, threads=get_threads())
+    return out
+
+
+def _split_xp(data: Any, elementsize: int, layout: str) -> Any:
+    # Array-operation path for CuPy input; same bytes as the C++ kernel.
+    from nncodecs.codecs.bitreorder import _reorder_xp
+
+    if layout != "none":
+        bits_dtype = np.dtype(f"<u{elementsize}")
+        data = _reorder_xp(data.view(bits_dtype), layout, decode=False).view(np.uint8)
+    return data.reshape(-1, elementsize).T.copy().reshape(-1)
+
+
+def _merge_xp(planes: Any, elementsize: int, layout: str) -> Any:
+    from nncodecs.codecs.bitreorder import _reorder_xp
+
+    data = planes.reshape(elementsize, -1).T.copy().reshape(-1)
+    if layout != "none":
+        bits_dtype = np.dtype(f"<u{elementsize}")
+        data = _reorder_xp(data.view(bits_dtype), layout, decode=True).view(np.uint8)
+    return data
+
+
+def split_array(arr: Any, *, reorder: bool = False) -> Any:
+    """Planes of an array's elements in C order; ``reorder=True`` fuses the bit reorder in."""
+    arr = little_endian(arr)
+    layout = float_layout(arr.dtype) if reorder else "none"
+    return split_bytes(as_byte_view(arr), arr.dtype.itemsize, layout)
+
+
+def merge_array(planes: Any, dtype: Any, shape: Any, *, reorder: bool = False) -> Any:
+    """Inverse of :func:`split_array`: an array of ``dtype`` and ``shape`` from its planes."""
+    target = normalize_dtype(dtype)
+    count = math.prod(shape)
+    if planes.nbytes != count * target.itemsize:
+        raise CorruptDataError(
+            f"planes: expected {count * target.itemsize} bytes for {count} elements of "
+            f"{target}, got {planes.nbytes}"
+        )
+    layout = float_layout(target) if reorder else "none"
+    raw = merge_bytes(planes, target.itemsize, layout)
+    native = native_dtype(target).newbyteorder("<") if target.kind in "biufc" else target
+    out = raw.view(native).reshape(shape)
+    return out if native == target else out.astype(target)
+
+
+class NumcodecsPlanes(Codec):
+    """numcodecs codec ``nncodecs.planes``.
+
+    Parameters
+    ----------
+    elementsize : int, optional
+        Bytes per element. Optional for encoding an array (taken from its
+        dtype); decoding needs it, or an ``out`` array to take it from.
+    """
+
+    codec_id = CODEC_ID
+
+    def __init__(self, elementsize: int | None = None) -> None:
+        self.elementsize = _check_elementsize(elementsize)
+
+    def encode(self, buf: Any) -> Any:
+        arr = little_endian(as_array(buf))
+        size = self.elementsize or arr.dtype.itemsize
+        if arr.dtype.itemsize not in (1, size):
+            raise ValueError(
+                f"planes: configured for {size}-byte elements, got {arr.dtype} "
+                f"({arr.dtype.itemsize}-byte) data"
+            )
+        return split_bytes(as_byte_view(arr), size)
+
+    def decode(self, buf: Any, out: Any = None) -> Any:
+        size = self.elementsize
+        if size is None:
+            if out is None:
+                raise ValueError(
+                    "planes: decoding needs elementsize= in the codec or an out= array"
+                )
+            size = as_array(out).dtype.itemsize
+        merged = merge_bytes(as_byte_view(as_array(buf)), size)
+        return merged if out is None else ndarray_copy(merged, out)
+
+    def get_config(self) -> dict[str, Any]:
+        return {"id": self.codec_id, "elementsize": self.elementsize}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(elementsize={self.elementsize!r})"
+
+
+@dataclass(frozen=True)
+class Planes(ArrayBytesCodec):
+    """Zarr v3 codec ``nncodecs.planes`` (array -> bytes serializer).
+
+    Parameters
+    ----------
+    elementsize : int, optional
+        Bytes per element; filled in from the array's dtype when the codec
+        joins an array.
+    """
+
+    is_fixed_size = True
+    elementsize: int | None
+
+    def __init__(self, *, elementsize: int | None = None) -> None:
+        object.__setattr__(self, "elementsize", _check_elementsize(elementsize))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        _, config = parse_named_configuration(data, CODEC_ID, require_configuration=False)
+        return cls(**(config or {}))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": CODEC_ID, "configuration": {"elementsize": self.elementsize}}
+
+    def _array_elementsize(self, zdtype: Any) -> int:
+        native = zdtype.to_native_dtype()
+        if native.kind in "OUS" or native.type is np.void or native.itemsize == 0:
+            raise TypeError(f"planes: unsupported data type {native}: fixed-size numbers only")
+        size = native.itemsize
+        if self.elementsize is not None and self.elementsize != size:
+            raise ValueError(
+                f"planes: configured for {self.elementsize}-byte elements, the array holds "
+                f"{native} ({size} bytes)"
+            )
+        return size
+
+    def evolve_from_array_spec(self, array_spec: ArraySpec) -> Self:
+        size = self._array_elementsize(array_spec.dtype)
+        return self if self.elementsize == size else replace(self, elementsize=size)
+
+    def validate(self, *, shape: Any, dtype: Any, chunk_grid: Any) -> None:
+        self._array_elementsize(dtype)
+
+    def _encode_sync(self, chunk_array: Any, chunk_spec: ArraySpec) -> Any:
+        planes = split_array(chunk_array.as_ndarray_like())
+        return chunk_spec.prototype.buffer.from_array_like(planes)
+
+    def _decode_sync(self, chunk_bytes: Any, chunk_spec: ArraySpec) -> Any:
+        planes = chunk_bytes.as_array_like()
+        out = merge_array(planes, chunk_spec.dtype.to_native_dtype(), chunk_spec.shape)
+        return chunk_spec.prototype.nd_buffer.from_ndarray_like(out)
+
+    async def _encode_single(self, chunk_array: Any, chunk_spec: ArraySpec) -> Any:
+        return await run_in_thread(self._encode_sync, chunk_array, chunk_spec)
+
+    async def _decode_single(self, chunk_bytes: Any, chunk_spec: ArraySpec) -> Any:
+        return await run_in_thread(self._decode_sync, chunk_bytes, chunk_spec)
+
+    def compute_encoded_size(self, input_byte_length: int, _chunk_spec: ArraySpec) -> int:
+        return input_byte_length

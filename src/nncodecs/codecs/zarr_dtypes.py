@@ -1,0 +1,205 @@
+"""ML float data types for Zarr v3: bfloat16, float8 and float4.
+
+Registered through the ``zarr.data_type`` entry point, so once nncodecs is
+installed ``zarr.create_array(..., dtype=ml_dtypes.bfloat16)`` works and reads
+come back with that dtype. Names follow the zarr-extensions registry where it
+has one (``bfloat16``, ``float8_e5m2``, ``float4_e2m1fn``); float8_e4m3fn has
+none there and is named ``nncodecs.float8_e4m3fn``.
+
+Fill values are JSON numbers, ``"NaN"``, ``"Infinity"``, ``"-Infinity"`` or a
+hex string of the exact bits (``"0x7fc1"``), as for the core float types.
+
+Examples
+--------
+>>> import ml_dtypes, numpy as np, zarr
+>>> a = zarr.create_array({}, shape=(4,), dtype=ml_dtypes.bfloat16, fill_value=1.5)
+>>> a.metadata.data_type.to_json(3), a[:].dtype
+('bfloat16', dtype(bfloat16))
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal, Self
+
+import numpy as np
+from zarr.core.dtype.common import HasEndianness, HasItemSize
+from zarr.core.dtype.wrapper import ZDType
+
+from nncodecs.dtypes import ML_DTYPES
+
+try:
+    from zarr.errors import DataTypeValidationError
+except ImportError:  # zarr 3.1
+    from zarr.core.dtype.common import DataTypeValidationError
+
+__all__ = [
+    "ML_ZARR_DTYPES",
+    "BFloat16",
+    "Float4E2M1FN",
+    "Float8E4M3FN",
+    "Float8E5M2",
+    "register_data_types",
+]
+
+
+@dataclass(frozen=True, kw_only=True)
+class _MLFloat(ZDType, HasItemSize):  # type: ignore[type-arg]
+    """Shared behaviour of the ML float types: scalars, JSON, native dtype."""
+
+    _name: ClassVar[str]  # key in nncodecs.dtypes.ML_DTYPES
+
+    @property
+    def item_size(self) -> int:
+        return ML_DTYPES[self._name].itemsize
+
+    @classmethod
+    def from_native_dtype(cls, dtype: Any) -> Self:
+        if cls._check_native_dtype(dtype):
+            return cls()
+        raise DataTypeValidationError(f"Invalid data type: {dtype}. Expected {cls._name}.")
+
+    def to_native_dtype(self) -> np.dtype:
+        return ML_DTYPES[self._name]
+
+    @classmethod
+    def _from_json_v2(cls, data: Any) -> Self:
+        raise DataTypeValidationError(
+            f"{cls._name} is a Zarr v3 data type only; got the Zarr v2 JSON {data!r}"
+        )
+
+    @classmethod
+    def _from_json_v3(cls, data: Any) -> Self:
+        if data == cls._zarr_v3_name:
+            return cls()
+        raise DataTypeValidationError(
+            f"Invalid JSON for {cls.__name__}: got {data!r}, expected {cls._zarr_v3_name!r}"
+        )
+
+    def to_json(self, zarr_format: Literal[2, 3]) -> Any:
+        if zarr_format == 3:
+            return self._zarr_v3_name
+        raise ValueError(f"{self._name} exists only in Zarr v3, not in Zarr format {zarr_format}")
+
+    # -- scalars -----------------------------------------------------------
+    def _bits_dtype(self) -> np.dtype:
+        return np.dtype(f"uint{self.item_size * 8}")
+
+    def _check_scalar(self, data: object) -> bool:
+        if isinstance(data, str):
+            try:
+                float(data)
+            except ValueError:
+                return False
+            return True
+        return isinstance(data, int | float | np.generic) and not isinstance(data, complex)
+
+    def cast_scalar(self, data: object) -> Any:
+        if not self._check_scalar(data):
+            raise TypeError(
+                f"Cannot convert {data!r} ({type(data).__name__}) to a {self._name} scalar"
+            )
+        if isinstance(data, np.generic) and data.dtype == self.to_native_dtype():
+            return data
+        return self.to_native_dtype().type(float(data))  # type: ignore[arg-type]
+
+    def default_scalar(self) -> Any:
+        return self.to_native_dtype().type(0.0)
+
+    def from_json_scalar(self, data: Any, *, zarr_format: Literal[2, 3]) -> Any:
+        if isinstance(data, str) and data.startswith("0x"):
+            digits = data[2:]
+            if len(digits) != 2 * self.item_size:
+                raise ValueError(
+                    f"hex fill value {data!r} for {self._name} must have "
+                    f"{2 * self.item_size} hex digits"
+                )
+            bits = np.array([int(digits, 16)], dtype=self._bits_dtype())
+            return bits.view(self.to_native_dtype())[0]
+        if isinstance(data, str):
+            specials = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+            if data not in specials:
+                raise TypeError(f"invalid fill value {data!r} for {self._name}")
+            return self.cast_scalar(specials[data])
+        if isinstance(data, int | float) and not isinstance(data, bool):
+            return self.cast_scalar(data)
+        raise TypeError(f"invalid fill value {data!r} for {self._name}: expected a number")
+
+    def to_json_scalar(self, data: object, *, zarr_format: Literal[2, 3]) -> Any:
+        value = self.cast_scalar(data)
+        as_float = float(value)
+        if math.isnan(as_float):
+            canonical = self.to_native_dtype().type(math.nan)
+            bits = np.array([value]).view(self._bits_dtype())[0]
+            if bits == np.array([canonical]).view(self._bits_dtype())[0]:
+                return "NaN"
+            return f"0x{int(bits):0{2 * self.item_size}x}"
+        if math.isinf(as_float):
+            return "Infinity" if as_float > 0 else "-Infinity"
+        return as_float
+
+
+@dataclass(frozen=True, kw_only=True)
+class BFloat16(_MLFloat, HasEndianness):
+    """Zarr v3 data type ``bfloat16`` (ml_dtypes.bfloat16), little-endian in memory."""
+
+    _name = "bfloat16"
+    _zarr_v3_name = "bfloat16"
+    dtype_cls = type(ML_DTYPES["bfloat16"])
+    endianness: Literal["little", "big"] = "little"
+
+    def to_native_dtype(self) -> np.dtype:
+        if self.endianness != "little":
+            raise ValueError(
+                "bfloat16 in big-endian byte order has no NumPy type; store it with the "
+                "bytes codec's endian='little' or with nncodecs.Planes"
+            )
+        return ML_DTYPES["bfloat16"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Float8E4M3FN(_MLFloat):
+    """Data type ``nncodecs.float8_e4m3fn`` (ml_dtypes.float8_e4m3fn): no infinities."""
+
+    _name = "float8_e4m3fn"
+    _zarr_v3_name = "nncodecs.float8_e4m3fn"
+    dtype_cls = type(ML_DTYPES["float8_e4m3fn"])
+
+
+@dataclass(frozen=True, kw_only=True)
+class Float8E5M2(_MLFloat):
+    """Zarr v3 data type ``float8_e5m2`` (ml_dtypes.float8_e5m2)."""
+
+    _name = "float8_e5m2"
+    _zarr_v3_name = "float8_e5m2"
+    dtype_cls = type(ML_DTYPES["float8_e5m2"])
+
+
+@dataclass(frozen=True, kw_only=True)
+class Float4E2M1FN(_MLFloat):
+    """Zarr v3 data type ``float4_e2m1fn`` (ml_dtypes.float4_e2m1fn), one value per byte."""
+
+    _name = "float4_e2m1fn"
+    _zarr_v3_name = "float4_e2m1fn"
+    dtype_cls = type(ML_DTYPES["float4_e2m1fn"])
+
+
+ML_ZARR_DTYPES = (BFloat16, Float8E4M3FN, Float8E5M2, Float4E2M1FN)
+
+
+def register_data_types() -> None:
+    """Add the ML float types to Zarr's data type registry (idempotent).
+
+    zarr >= 3.2 loads them from the ``zarr.data_type`` entry point by itself;
+    zarr 3.1 collects that entry point but never loads it, so nncodecs also
+    registers them on import.
+    """
+    from zarr.core.dtype import data_type_registry
+
+    for cls in ML_ZARR_DTYPES:
+        data_type_registry.register(cls._zarr_v3_name, cls)
+
+
+register_data_types()
+

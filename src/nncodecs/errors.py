@@ -1,0 +1,17 @@
+"""Exceptions raised by nncodecs."""
+
+from __future__ import annotations
+
+__all__ = ["CorruptDataError", "NNCodecsError"]
+
+
+class NNCodecsError(Exception):
+    """Base class of the errors nncodecs raises itself."""
+
+
+class CorruptDataError(NNCodecsError, ValueError):
+    """Encoded bytes that do not describe what the decoder expects.
+
+    A subclass of ``ValueError``, so code that catches ``ValueError`` around
+    a decode keeps working.
+    """
