@@ -102,6 +102,10 @@ void split_scalar(uint8_t* dst, const uint8_t* src, std::size_t n, std::size_t b
     case 8: split_words<uint64_t>(dst, src, n, begin, end, m); return;
     default: break;
   }
+  if (es == 1) {  // one plane: a copy
+    if (end > begin) std::memcpy(dst + begin, src + begin, end - begin);
+    return;
+  }
   for (std::size_t i = begin; i < end; ++i) {
     for (std::size_t j = 0; j < es; ++j) dst[j * n + i] = src[i * es + j];
   }
@@ -116,6 +120,10 @@ void merge_scalar(uint8_t* dst, const uint8_t* src, std::size_t n, std::size_t b
     case 4: merge_words<uint32_t>(dst, src, n, begin, end, m); return;
     case 8: merge_words<uint64_t>(dst, src, n, begin, end, m); return;
     default: break;
+  }
+  if (es == 1) {
+    if (end > begin) std::memcpy(dst + begin, src + begin, end - begin);
+    return;
   }
   for (std::size_t i = begin; i < end; ++i) {
     for (std::size_t j = 0; j < es; ++j) dst[i * es + j] = src[j * n + i];

@@ -177,7 +177,7 @@ def to_torch(array: np.ndarray) -> Any:
     """
     import torch
 
-    arr = np.ascontiguousarray(array)
+    arr = np.asarray(array, order="C")  # (ascontiguousarray would make 0-d arrays 1-d)
     reverse: dict[np.dtype, tuple[Any, Any]] = {}
     for tdtype, (np_dtype, view_as) in _torch_map().items():
         reverse.setdefault(np_dtype, (tdtype, view_as))  # uint8 stays torch.uint8

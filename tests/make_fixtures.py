@@ -1,0 +1,78 @@
+"""Write the committed codec fixtures that do not exist yet (never overwrites).
+
+Run once when a codec or a fixture array is added:
+``python tests/make_fixtures.py``. Existing fixtures stay as they were
+committed, so a change of format shows up as a failing test.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from harness import FIXTURES, fixture_cases, save_fixtures  # noqa: E402
+
+from nncodecs import NumcodecsBitReorder, NumcodecsPlanes  # noqa: E402
+
+
+def main() -> None:
+    total = 0
+    for name, arr in fixture_cases():
+        total += save_fixtures(
+            NumcodecsBitReorder(dtype=arr.dtype), FIXTURES / "bitreorder", [(name, arr)]
+        )
+        total += save_fixtures(
+            NumcodecsPlanes(elementsize=arr.dtype.itemsize), FIXTURES / "planes", [(name, arr)]
+        )
+    total += save_zarr_fixtures()
+    print(f"wrote {total} new fixtures under {FIXTURES}")
+
+
+def save_zarr_fixtures() -> int:
+    """Two small Zarr v3 stores written with the nncodecs chain (never overwritten)."""
+    import json
+
+    import numpy as np
+    import zarr
+    from harness import special_values, weights_like
+    from zarr.codecs import ZstdCodec
+    from zarr.storage import LocalStore
+
+    from nncodecs import BitReorder, Planes
+
+    written = 0
+    root = FIXTURES / "zarr"
+    root.mkdir(parents=True, exist_ok=True)
+    cases = {
+        "bfloat16-weights": (weights_like("bfloat16", 64 * 48, seed=9).reshape(64, 48), 0.0),
+        "float8_e4m3fn-special": (
+            np.concatenate([special_values("float8_e4m3fn")] * 4)[:40].reshape(8, 5),
+            float("nan"),
+        ),
+    }
+    for name, (arr, fill) in cases.items():
+        path = root / f"{name}.zarr"
+        if path.exists():
+            continue
+        z = zarr.create_array(
+            LocalStore(path),
+            shape=arr.shape,
+            dtype=arr.dtype,
+            chunks=(32, 16) if arr.shape[0] > 8 else (4, 4),
+            fill_value=fill,
+            filters=[BitReorder()],
+            serializer=Planes(),
+            compressors=[ZstdCodec(level=3)],
+        )
+        z[:] = arr
+        path.with_suffix(".raw").write_bytes(arr.tobytes())
+        meta = {"dtype": str(arr.dtype), "shape": list(arr.shape)}
+        path.with_suffix(".json").write_text(json.dumps(meta) + "\n")
+        written += 1
+    return written
+
+
+if __name__ == "__main__":
+    main()

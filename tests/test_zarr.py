@@ -1,0 +1,182 @@
+"""Round trips through real Zarr v3 arrays: every codec chain, dtype and store kind."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+import pytest
+import zarr
+from harness import ALL_DTYPES, FIXTURES, FLOATS, np_dtype, random_array, same_bits
+from zarr.codecs import ZstdCodec
+from zarr.storage import LocalStore, MemoryStore, ZipStore
+
+from nncodecs import BitReorder, Planes
+
+CHAINS = {
+    "reorder+planes": {"filters": [BitReorder()], "serializer": Planes()},
+    "planes": {"filters": (), "serializer": Planes()},
+    "reorder+bytes": {"filters": [BitReorder()], "serializer": "auto"},
+}
+SHAPE = (50, 37)
+
+
+def sample(name: str) -> np.ndarray:
+    arr = random_array(name, SHAPE[0] * SHAPE[1], seed=11).reshape(SHAPE)
+    if name in FLOATS:  # a weight-like body, so the codecs see realistic exponents too
+        rng = np.random.default_rng(5)
+        body = (rng.standard_normal(SHAPE) * 0.05).astype(np.float32).astype(arr.dtype)
+        arr = np.where(rng.random(SHAPE) < 0.8, body, arr)
+    return arr
+
+
+def open_store(kind: str, tmp_path: Path) -> Any:
+    if kind == "local":
+        return LocalStore(tmp_path / "a.zarr")
+    if kind == "memory":
+        return MemoryStore()
+    return ZipStore(tmp_path / "a.zarr.zip", mode="w")
+
+
+@pytest.mark.parametrize("sharded", [False, True], ids=["unsharded", "sharded"])
+@pytest.mark.parametrize("store_kind", ["local", "memory", "zip"])
+@pytest.mark.parametrize("chain", CHAINS)
+@pytest.mark.parametrize("name", ALL_DTYPES)
+def test_round_trip(name: str, chain: str, store_kind: str, sharded: bool, tmp_path: Path) -> None:
+    arr = sample(name)
+    store = open_store(store_kind, tmp_path)
+    z = zarr.create_array(
+        store,
+        shape=SHAPE,
+        dtype=arr.dtype,
+        chunks=(16, 16),
+        shards=(32, 32) if sharded else None,
+        compressors=[ZstdCodec(level=3)],
+        **CHAINS[chain],
+    )
+    z[:] = arr
+    assert same_bits(z[:], arr)
+    assert z[:].dtype == arr.dtype
+    # Partial reads that cross chunk and shard edges.
+    assert same_bits(z[3:41, 5:30], arr[3:41, 5:30])
+    assert same_bits(z[49, :], arr[49, :])
+    assert same_bits(z[7, 36], arr[7, 36])
+    if store_kind == "zip":
+        store.close()
+        store = ZipStore(tmp_path / "a.zarr.zip", mode="r")
+    again = zarr.open_array(store, mode="r")
+    assert same_bits(again[:], arr)
+    assert same_bits(again[17:18, 2:35], arr[17:18, 2:35])
+
+
+@pytest.mark.parametrize("name", ALL_DTYPES)
+def test_partial_writes_and_fill_value(name: str) -> None:
+    arr = sample(name)
+    fill = {"bool": True, "float4_e2m1fn": 1.5}.get(name, 3)
+    if name in ("float16", "float32", "float64", "bfloat16", "float8_e5m2", "float8_e4m3fn"):
+        fill = float("nan")
+    z = zarr.create_array(
+        MemoryStore(),
+        shape=SHAPE,
+        dtype=arr.dtype,
+        chunks=(16, 16),
+        fill_value=fill,
+        filters=[BitReorder()],
+        serializer=Planes(),
+    )
+    z[20:30, 10:20] = arr[20:30, 10:20]
+    got = z[:]
+    expected = np.full(SHAPE, fill, dtype=np.float64 if name in FLOATS else None).astype(arr.dtype)
+    if name == "bool":
+        expected = np.full(SHAPE, True)
+    expected[20:30, 10:20] = arr[20:30, 10:20]
+    assert same_bits(got, expected)
+
+
+def test_f_order_arrays() -> None:
+    arr = np.asfortranarray(sample("bfloat16"))
+    z = zarr.create_array(
+        MemoryStore(),
+        shape=SHAPE,
+        dtype=arr.dtype,
+        chunks=(16, 16),
+        filters=[BitReorder()],
+        serializer=Planes(),
+        config={"order": "F"},
+    )
+    z[:] = arr
+    assert same_bits(z[:], arr)
+
+
+def test_metadata_names_the_codecs_and_dtype() -> None:
+    z = zarr.create_array(
+        MemoryStore(),
+        shape=(8,),
+        dtype=ml_dtypes.bfloat16,
+        filters=[BitReorder()],
+        serializer=Planes(),
+        compressors=[ZstdCodec()],
+    )
+    meta = z.metadata.to_dict()
+    assert meta["data_type"] == "bfloat16"
+    names = [c["name"] for c in meta["codecs"]]
+    assert names == ["nncodecs.bitreorder", "nncodecs.planes", "zstd"]
+    assert meta["codecs"][0]["configuration"] == {"dtype": "bfloat16"}
+    assert meta["codecs"][1]["configuration"] == {"elementsize": 2}
+
+
+def test_codec_and_dtype_mismatch_is_refused() -> None:
+    with pytest.raises(ValueError, match="configured for float32"):
+        zarr.create_array(
+            MemoryStore(), shape=(8,), dtype="float16", filters=[BitReorder(dtype="float32")]
+        )
+    with pytest.raises(ValueError, match="configured for 4-byte elements"):
+        zarr.create_array(MemoryStore(), shape=(8,), dtype="float16", serializer=Planes(elementsize=4))
+    with pytest.raises(TypeError, match="unsupported dtype"):
+        zarr.create_array(MemoryStore(), shape=(8,), dtype="complex64", filters=[BitReorder()])
+
+
+def test_opens_in_a_fresh_process_that_only_imports_zarr(tmp_path: Path) -> None:
+    arr = sample("bfloat16")
+    path = tmp_path / "w.zarr"
+    z = zarr.create_array(
+        LocalStore(path),
+        shape=SHAPE,
+        dtype=arr.dtype,
+        chunks=(16, 16),
+        filters=[BitReorder()],
+        serializer=Planes(),
+        compressors=[ZstdCodec()],
+    )
+    z[:] = arr
+    code = (
+        "import sys, zarr\n"
+        f"z = zarr.open_array({str(path)!r}, mode='r')\n"
+        "a = z[:]\n"
+        "sys.stdout.write(a.dtype.name + ' ' + a.tobytes().hex())\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    dtype, hexbytes = out.split()
+    assert dtype == "bfloat16"
+    assert bytes.fromhex(hexbytes) == arr.tobytes()
+
+
+def test_committed_zarr_stores_still_decode() -> None:
+    root = FIXTURES / "zarr"
+    stores = sorted(root.glob("*.zarr"))
+    assert len(stores) == 2
+    for path in stores:
+        expected_meta = json.loads(path.with_suffix(".json").read_text())
+        dt = np_dtype(expected_meta["dtype"])
+        expected = np.frombuffer(path.with_suffix(".raw").read_bytes(), dtype=dt)
+        expected = expected.reshape(expected_meta["shape"])
+        z = zarr.open_array(LocalStore(path, read_only=True), mode="r")
+        assert z.dtype == dt
+        assert same_bits(z[:], expected), path.name
