@@ -31,7 +31,9 @@ def store_size(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
-def write_model(path: Path, weights: dict[str, np.ndarray], level: int, nncodecs_chain: bool) -> float:
+def write_model(
+    path: Path, weights: dict[str, np.ndarray], level: int, nncodecs_chain: bool
+) -> float:
     """Write every tensor as an array of one group; return the seconds it took."""
     shutil.rmtree(path, ignore_errors=True)
     start = time.perf_counter()

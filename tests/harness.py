@@ -112,7 +112,9 @@ def same_bits(a: Any, b: Any) -> bool:
     if a.shape != b.shape or a.dtype.itemsize != b.dtype.itemsize:
         return False
     bits = bits_dtype(a.dtype) if a.dtype.itemsize in (1, 2, 4, 8) else np.uint8
-    return bool(np.array_equal(np.ascontiguousarray(a).view(bits), np.ascontiguousarray(b).view(bits)))
+    return bool(
+        np.array_equal(np.ascontiguousarray(a).view(bits), np.ascontiguousarray(b).view(bits))
+    )
 
 
 def as_bytes(buf: Any) -> bytes:

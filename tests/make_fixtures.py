@@ -12,9 +12,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from harness import FIXTURES, fixture_cases, save_fixtures  # noqa: E402
+from harness import FIXTURES, fixture_cases, save_fixtures
 
-from nncodecs import NumcodecsBitReorder, NumcodecsPlanes  # noqa: E402
+from nncodecs import NumcodecsBitReorder, NumcodecsPlanes
 
 
 def main() -> None:

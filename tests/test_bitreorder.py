@@ -31,7 +31,7 @@ def test_round_trip(case: str, arr: np.ndarray) -> None:
     check_encode_decode(codec, arr)
     enc = codec.encode(arr)
     assert enc.shape == arr.shape
-    if dtype_name(arr.dtype) in FLOATS or arr.dtype.itemsize == 1 and arr.dtype.kind == "V":
+    if dtype_name(arr.dtype) in FLOATS or (arr.dtype.itemsize == 1 and arr.dtype.kind == "V"):
         assert enc.dtype == bits_dtype(arr.dtype)
     else:
         assert enc.dtype == arr.dtype  # integers and bool pass through

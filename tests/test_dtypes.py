@@ -9,7 +9,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 import zarr
-from harness import special_values, same_bits
+from harness import same_bits, special_values
 from zarr.storage import MemoryStore
 
 import nncodecs
@@ -73,7 +73,7 @@ def test_nan_payload_fill_value_is_kept_as_hex() -> None:
 def test_zarr_v2_is_refused_with_a_clear_error() -> None:
     with pytest.raises(ValueError, match="Zarr v3"):
         BFloat16().to_json(2)
-    with pytest.raises(ValueError, match="only in Zarr v3|Zarr v3"):
+    with pytest.raises(ValueError, match="Zarr v3"):
         zarr.create_array(MemoryStore(), shape=(4,), dtype=ml_dtypes.bfloat16, zarr_format=2)
 
 

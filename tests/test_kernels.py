@@ -59,7 +59,7 @@ def test_reorder_matches_the_format_table(layout: str) -> None:
 
 @pytest.mark.parametrize("layout", [k for k, v in LAYOUTS.items() if v[0] <= 2])
 def test_every_bit_pattern_of_8_and_16_bit_floats(layout: str) -> None:
-    width, m = LAYOUTS[layout]
+    width, _ = LAYOUTS[layout]
     every = np.arange(1 << (8 * width), dtype=np.uint64).astype(f"<u{width}")
     for variant in VARIANTS:
         enc = np.empty_like(every)

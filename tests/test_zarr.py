@@ -136,7 +136,9 @@ def test_codec_and_dtype_mismatch_is_refused() -> None:
             MemoryStore(), shape=(8,), dtype="float16", filters=[BitReorder(dtype="float32")]
         )
     with pytest.raises(ValueError, match="configured for 4-byte elements"):
-        zarr.create_array(MemoryStore(), shape=(8,), dtype="float16", serializer=Planes(elementsize=4))
+        zarr.create_array(
+            MemoryStore(), shape=(8,), dtype="float16", serializer=Planes(elementsize=4)
+        )
     with pytest.raises(TypeError, match="unsupported dtype"):
         zarr.create_array(MemoryStore(), shape=(8,), dtype="complex64", filters=[BitReorder()])
 

@@ -129,9 +129,7 @@ def dtype_name(dtype: Any) -> str:
     dt = normalize_dtype(dtype)
     name = _BY_DTYPE.get(native_dtype(dt))
     if name is None:
-        raise TypeError(
-            f"unsupported dtype {dt!s}: expected one of {', '.join(SUPPORTED_DTYPES)}"
-        )
+        raise TypeError(f"unsupported dtype {dt!s}: expected one of {', '.join(SUPPORTED_DTYPES)}")
     return name
 
 

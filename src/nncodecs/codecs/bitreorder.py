@@ -118,10 +118,7 @@ def decode_array(bits: Any, dtype: Any) -> Any:
         )
     bits = little_endian(bits).view(bits_dtype)
     native = native_dtype(target)
-    if layout == "none":
-        out = bits.view(native)
-    else:
-        out = _elementwise(bits, native, layout, decode=True)
+    out = bits.view(native) if layout == "none" else _elementwise(bits, native, layout, True)
     return out if native == target else out.astype(target)
 
 

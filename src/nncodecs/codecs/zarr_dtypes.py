@@ -202,4 +202,3 @@ def register_data_types() -> None:
 
 
 register_data_types()
-

@@ -83,7 +83,9 @@ def read_safetensors(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
             begin, end = _offsets(path, name, info, data_size)
             dtype = SAFETENSORS_DTYPES.get(info.get("dtype"))
             if dtype is None:
-                raise TypeError(f"{path}: tensor {name!r} has unsupported dtype {info.get('dtype')!r}")
+                raise TypeError(
+                    f"{path}: tensor {name!r} has unsupported dtype {info.get('dtype')!r}"
+                )
             shape = info.get("shape")
             if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
                 raise CorruptDataError(f"{path}: tensor {name!r} has a bad shape {shape!r}")
