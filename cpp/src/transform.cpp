@@ -231,8 +231,13 @@ Status reorder_decode(void* dst, std::size_t dst_cap, const void* src, std::size
   return reorder(dst, dst_cap, src, src_len, layout, variant, threads, true);
 }
 
-Status planes_split(void* dst, std::size_t dst_cap, const void* src, std::size_t src_len,
-                    std::size_t elemsize, Layout layout, Variant variant, int threads) {
+namespace {
+
+using PlanesKernel = decltype(detail::RangeKernels::split);
+
+Status planes(PlanesKernel detail::RangeKernels::*which, void* dst, std::size_t dst_cap,
+              const void* src, std::size_t src_len, std::size_t elemsize, Layout layout,
+              Variant variant, int threads) {
   const detail::RangeKernels* k = kernels_for(variant);
   Status s = check_common(dst_cap, src_len, elemsize, layout, k);
   if (s != Status::ok) return s;
@@ -240,23 +245,24 @@ Status planes_split(void* dst, std::size_t dst_cap, const void* src, std::size_t
   const std::size_t n = src_len / elemsize;
   auto* d = static_cast<uint8_t*>(dst);
   const auto* p = static_cast<const uint8_t*>(src);
+  PlanesKernel kernel = k->*which;
   for_ranges(n, elemsize, threads,
-             [&](std::size_t b, std::size_t e) { k->split(d, p, n, b, e, elemsize, layout); });
+             [&](std::size_t b, std::size_t e) { kernel(d, p, n, b, e, elemsize, layout); });
   return Status::ok;
+}
+
+}  // namespace
+
+Status planes_split(void* dst, std::size_t dst_cap, const void* src, std::size_t src_len,
+                    std::size_t elemsize, Layout layout, Variant variant, int threads) {
+  return planes(&detail::RangeKernels::split, dst, dst_cap, src, src_len, elemsize, layout,
+                variant, threads);
 }
 
 Status planes_merge(void* dst, std::size_t dst_cap, const void* src, std::size_t src_len,
                     std::size_t elemsize, Layout layout, Variant variant, int threads) {
-  const detail::RangeKernels* k = kernels_for(variant);
-  Status s = check_common(dst_cap, src_len, elemsize, layout, k);
-  if (s != Status::ok) return s;
-  if (overlaps(dst, src_len, src, src_len)) return Status::overlap;
-  const std::size_t n = src_len / elemsize;
-  auto* d = static_cast<uint8_t*>(dst);
-  const auto* p = static_cast<const uint8_t*>(src);
-  for_ranges(n, elemsize, threads,
-             [&](std::size_t b, std::size_t e) { k->merge(d, p, n, b, e, elemsize, layout); });
-  return Status::ok;
+  return planes(&detail::RangeKernels::merge, dst, dst_cap, src, src_len, elemsize, layout,
+                variant, threads);
 }
 
 }  // namespace nnc

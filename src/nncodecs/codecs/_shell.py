@@ -8,14 +8,17 @@ same id and configuration. This module holds the parts those shells share.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
+from zarr.core.common import parse_named_configuration
 
 from nncodecs.dtypes import as_numpy, native_dtype
 
 __all__ = [
+    "ZarrShell",
     "array_module",
     "as_array",
     "as_byte_view",
@@ -87,6 +90,29 @@ def as_byte_view(arr: Any) -> Any:
     return flat.view(xp.uint8)
 
 
-async def run_in_thread(fn: Any, *args: Any) -> Any:
-    """The async shell of a Zarr codec: the sync core on a worker thread."""
-    return await asyncio.to_thread(fn, *args)
+class ZarrShell:
+    """Mixin of the nncodecs Zarr v3 codecs: JSON form and the async shell.
+
+    A subclass sets ``codec_id`` and implements ``_encode_sync`` /
+    ``_decode_sync``; its dataclass fields are its configuration.
+    """
+
+    codec_id: ClassVar[str]
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Any:
+        _, config = parse_named_configuration(data, cls.codec_id, require_configuration=False)
+        return cls(**(config or {}))
+
+    def to_dict(self) -> dict[str, Any]:
+        config = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+        return {"name": self.codec_id, "configuration": config}
+
+    async def _encode_single(self, chunk: Any, chunk_spec: Any) -> Any:
+        return await asyncio.to_thread(self._encode_sync, chunk, chunk_spec)  # type: ignore[attr-defined]
+
+    async def _decode_single(self, chunk: Any, chunk_spec: Any) -> Any:
+        return await asyncio.to_thread(self._decode_sync, chunk, chunk_spec)  # type: ignore[attr-defined]
+
+    def compute_encoded_size(self, input_byte_length: int, _chunk_spec: Any) -> int:
+        return input_byte_length

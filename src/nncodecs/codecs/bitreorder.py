@@ -32,16 +32,15 @@ from numcodecs.abc import Codec
 from numcodecs.compat import ndarray_copy
 from zarr.abc.codec import ArrayArrayCodec
 from zarr.core.array_spec import ArraySpec
-from zarr.core.common import parse_named_configuration
 from zarr.core.dtype import parse_data_type
 
 from nncodecs import _core
 from nncodecs.codecs._shell import (
+    ZarrShell,
     array_module,
     as_array,
     get_threads,
     little_endian,
-    run_in_thread,
 )
 from nncodecs.dtypes import (
     dtype_name,
@@ -184,7 +183,7 @@ class NumcodecsBitReorder(Codec):
 
 
 @dataclass(frozen=True)
-class BitReorder(ArrayArrayCodec):
+class BitReorder(ZarrShell, ArrayArrayCodec):  # type: ignore[misc]
     """Zarr v3 codec ``nncodecs.bitreorder`` (array -> array).
 
     Parameters
@@ -203,19 +202,12 @@ class BitReorder(ArrayArrayCodec):
     True
     """
 
+    codec_id = CODEC_ID
     is_fixed_size = True
     dtype: str | None
 
     def __init__(self, *, dtype: Any = None) -> None:
         object.__setattr__(self, "dtype", None if dtype is None else dtype_name(dtype))
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Self:
-        _, config = parse_named_configuration(data, CODEC_ID, require_configuration=False)
-        return cls(**(config or {}))
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": CODEC_ID, "configuration": {"dtype": self.dtype}}
 
     def _array_dtype(self, zdtype: Any) -> str:
         name = dtype_name(zdtype.to_native_dtype())
@@ -248,12 +240,3 @@ class BitReorder(ArrayArrayCodec):
     def _decode_sync(self, chunk_array: Any, chunk_spec: ArraySpec) -> Any:
         out = decode_array(chunk_array.as_ndarray_like(), chunk_spec.dtype.to_native_dtype())
         return chunk_spec.prototype.nd_buffer.from_ndarray_like(out)
-
-    async def _encode_single(self, chunk_array: Any, chunk_spec: ArraySpec) -> Any:
-        return await run_in_thread(self._encode_sync, chunk_array, chunk_spec)
-
-    async def _decode_single(self, chunk_array: Any, chunk_spec: ArraySpec) -> Any:
-        return await run_in_thread(self._decode_sync, chunk_array, chunk_spec)
-
-    def compute_encoded_size(self, input_byte_length: int, _chunk_spec: ArraySpec) -> int:
-        return input_byte_length

@@ -34,16 +34,15 @@ from numcodecs.abc import Codec
 from numcodecs.compat import ndarray_copy
 from zarr.abc.codec import ArrayBytesCodec
 from zarr.core.array_spec import ArraySpec
-from zarr.core.common import parse_named_configuration
 
 from nncodecs import _core
 from nncodecs.codecs._shell import (
+    ZarrShell,
     array_module,
     as_array,
     as_byte_view,
     get_threads,
     little_endian,
-    run_in_thread,
 )
 from nncodecs.dtypes import float_layout, native_dtype, normalize_dtype
 from nncodecs.errors import CorruptDataError
@@ -178,7 +177,7 @@ class NumcodecsPlanes(Codec):
 
 
 @dataclass(frozen=True)
-class Planes(ArrayBytesCodec):
+class Planes(ZarrShell, ArrayBytesCodec):  # type: ignore[misc]
     """Zarr v3 codec ``nncodecs.planes`` (array -> bytes serializer).
 
     Parameters
@@ -188,19 +187,12 @@ class Planes(ArrayBytesCodec):
         joins an array.
     """
 
+    codec_id = CODEC_ID
     is_fixed_size = True
     elementsize: int | None
 
     def __init__(self, *, elementsize: int | None = None) -> None:
         object.__setattr__(self, "elementsize", _check_elementsize(elementsize))
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Self:
-        _, config = parse_named_configuration(data, CODEC_ID, require_configuration=False)
-        return cls(**(config or {}))
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": CODEC_ID, "configuration": {"elementsize": self.elementsize}}
 
     def _array_elementsize(self, zdtype: Any) -> int:
         native = zdtype.to_native_dtype()
@@ -229,12 +221,3 @@ class Planes(ArrayBytesCodec):
         planes = chunk_bytes.as_array_like()
         out = merge_array(planes, chunk_spec.dtype.to_native_dtype(), chunk_spec.shape)
         return chunk_spec.prototype.nd_buffer.from_ndarray_like(out)
-
-    async def _encode_single(self, chunk_array: Any, chunk_spec: ArraySpec) -> Any:
-        return await run_in_thread(self._encode_sync, chunk_array, chunk_spec)
-
-    async def _decode_single(self, chunk_bytes: Any, chunk_spec: ArraySpec) -> Any:
-        return await run_in_thread(self._decode_sync, chunk_bytes, chunk_spec)
-
-    def compute_encoded_size(self, input_byte_length: int, _chunk_spec: ArraySpec) -> int:
-        return input_byte_length
