@@ -9,7 +9,6 @@ the types. It costs nothing until zarr is imported and does nothing on newer
 zarr.
 """
 
-import importlib.machinery
 import sys
 import warnings
 
@@ -19,8 +18,14 @@ class _AfterZarrImport:
         if name != "zarr":
             return None
         sys.meta_path.remove(self)  # one shot
-        spec = importlib.machinery.PathFinder.find_spec(name, path)
-        if spec is None or spec.loader is None:
+        # Ask the finders that would have found zarr anyway, in their order.
+        spec = None
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            spec = find(name, path, target) if find else None
+            if spec is not None:
+                break
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return spec
         run = spec.loader.exec_module
 
