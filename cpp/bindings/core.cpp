@@ -3,8 +3,12 @@
 // The only C++ file that knows Python.
 #include <pybind11/pybind11.h>
 
+#include <memory>
 #include <string>
 
+#include <vector>
+
+#include "nncodecs/entropy.h"
 #include "nncodecs/threadpool.h"
 #include "nncodecs/transform.h"
 
@@ -103,6 +107,140 @@ void call_planes(PlanesFn fn, const char* func, py::handle dst, py::handle src,
   raise_status(st, func, d.size(), s.size(), elemsize, layout);
 }
 
+// Raise the Python exception for a failed frame call: CorruptDataError for
+// bad encoded bytes, ValueError for bad arguments.
+void raise_error(const nnc::Error& e, const char* func) {
+  std::string msg = std::string("nncodecs._core.") + func + ": " + e.message;
+  if (e.status == nnc::Status::corrupt) {
+    py::object cls = py::module_::import("nncodecs.errors").attr("CorruptDataError");
+    PyErr_SetString(cls.ptr(), msg.c_str());
+    throw py::error_already_set();
+  }
+  throw py::value_error(msg);
+}
+
+nnc::Coder parse_coder(const std::string& name) {
+  if (name == "rans") return nnc::Coder::rans;
+  if (name == "huffman") return nnc::Coder::huffman;
+  if (name == "auto") return nnc::Coder::automatic;
+  throw py::value_error("nncodecs._core: unknown coder '" + name +
+                        "', expected rans, huffman or auto");
+}
+
+const char* mode_name(nnc::ChunkMode m) {
+  switch (m) {
+    case nnc::ChunkMode::raw: return "raw";
+    case nnc::ChunkMode::constant: return "constant";
+    case nnc::ChunkMode::rans: return "rans";
+    case nnc::ChunkMode::huffman: return "huffman";
+    case nnc::ChunkMode::zstd: return "zstd";
+  }
+  return "?";
+}
+
+py::bytes frame_encode(py::handle src, unsigned planes, const std::string& coder,
+                       unsigned precision, unsigned subblock_log2, bool checksum,
+                       const std::string& layout, bool elements, int threads, py::object zstd) {
+  nnc::EncodeParams params;
+  params.coder = parse_coder(coder);
+  params.planes = planes;
+  params.precision = precision;
+  params.subblock_log2 = subblock_log2;
+  params.checksum = checksum;
+  params.layout = parse_layout(layout, "frame_encode");
+  params.elements = elements;
+  params.threads = threads;
+  Buffer in(src, false, "frame_encode", "src");
+  // zstd candidates: a list with one bytes object (or None) per (plane, chunk).
+  std::vector<const std::uint8_t*> zdata;
+  std::vector<std::uint32_t> zsize;
+  std::vector<std::unique_ptr<Buffer>> held;
+  nnc::External ext;
+  if (!zstd.is_none()) {
+    py::list items = zstd.cast<py::list>();
+    const std::size_t n = planes ? in.size() / planes : 0;
+    const std::size_t expect = std::size_t(planes) * ((n + nnc::kChunkSymbols - 1) >> nnc::kChunkLog2);
+    if (items.size() != expect)
+      throw py::value_error("nncodecs._core.frame_encode: " + std::to_string(items.size()) +
+                            " zstd candidates for " + std::to_string(expect) + " chunks");
+    for (py::handle item : items) {
+      if (item.is_none()) {
+        zdata.push_back(nullptr);
+        zsize.push_back(0);
+        continue;
+      }
+      held.emplace_back(new Buffer(item, false, "frame_encode", "zstd candidate"));
+      zdata.push_back(static_cast<const std::uint8_t*>(held.back()->data()));
+      zsize.push_back(static_cast<std::uint32_t>(held.back()->size()));
+    }
+    ext.data = zdata.data();
+    ext.size = zsize.data();
+  }
+  const std::size_t bound = nnc::frame_bound(in.size(), planes ? planes : 1);
+  // Encode straight into a new bytes object, then shrink it in place
+  // (`out` owns the only reference until then, as _PyBytes_Resize needs).
+  PyObject* raw = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(bound));
+  if (raw == nullptr) throw py::error_already_set();
+  py::bytes out = py::reinterpret_steal<py::bytes>(raw);
+  nnc::Error err;
+  std::size_t written = 0;
+  nnc::Status st;
+  {
+    py::gil_scoped_release release;
+    st = nnc::frame_encode(PyBytes_AS_STRING(raw), bound, &written, in.data(), in.size(), params,
+                           ext, &err);
+  }
+  if (st != nnc::Status::ok) raise_error(err, "frame_encode");
+  if (_PyBytes_Resize(&raw, static_cast<Py_ssize_t>(written)) != 0) {
+    out.release();
+    throw py::error_already_set();
+  }
+  out.release();
+  return py::reinterpret_steal<py::bytes>(raw);
+}
+
+py::dict frame_info(py::handle src, std::uint64_t max_decoded) {
+  Buffer in(src, false, "frame_info", "src");
+  nnc::FrameInfo info;
+  nnc::Error err;
+  if (nnc::frame_info(in.data(), in.size(), max_decoded, &info, &err) != nnc::Status::ok)
+    raise_error(err, "frame_info");
+  py::dict d;
+  d["version"] = info.version;
+  d["coder"] = info.coder == nnc::Coder::rans      ? "rans"
+               : info.coder == nnc::Coder::huffman ? "huffman"
+                                                   : "auto";
+  d["planes"] = info.planes;
+  d["precision"] = info.precision;
+  d["subblock_log2"] = info.subblock_log2;
+  d["checksum"] = info.has_checksum ? py::object(py::int_(info.checksum)) : py::object(py::none());
+  d["decoded_len"] = info.decoded_len;
+  d["header_len"] = info.header_len;
+  py::list chunks;
+  for (const nnc::ChunkRef& r : info.chunks)
+    chunks.append(py::make_tuple(r.plane, r.index, mode_name(r.mode), r.offset, r.length,
+                                 r.symbols));
+  d["chunks"] = chunks;
+  return d;
+}
+
+void frame_decode(py::handle dst, py::handle src, std::uint64_t max_decoded,
+                  const std::string& layout, bool elements, py::object zstd_decoded, int threads) {
+  nnc::Layout l = parse_layout(layout, "frame_decode");
+  Buffer out(dst, true, "frame_decode", "dst"), in(src, false, "frame_decode", "src");
+  std::unique_ptr<Buffer> ext;
+  if (!zstd_decoded.is_none()) ext.reset(new Buffer(zstd_decoded, false, "frame_decode", "zstd"));
+  nnc::Error err;
+  nnc::Status st;
+  {
+    py::gil_scoped_release release;
+    st = nnc::frame_decode(out.data(), out.size(), in.data(), in.size(), max_decoded, l, elements,
+                           ext ? static_cast<const std::uint8_t*>(ext->data()) : nullptr,
+                           ext ? ext->size() : 0, threads, &err);
+  }
+  if (st != nnc::Status::ok) raise_error(err, "frame_decode");
+}
+
 const char* variant_name(nnc::Variant v) {
   return v == nnc::Variant::avx2 ? "avx2" : "scalar";
 }
@@ -161,4 +299,28 @@ PYBIND11_MODULE(_core, m) {
       "best_variant", [] { return variant_name(nnc::best_variant()); },
       "The variant 'auto' resolves to on this CPU.");
   m.def("hardware_threads", &nnc::hardware_threads, "Hardware threads on this machine.");
+
+  m.def("frame_bound", &nnc::frame_bound, py::arg("src_len"), py::arg("planes"),
+        "Worst-case frame size.");
+  m.def("frame_encode", &frame_encode, py::arg("src"), py::arg("planes") = 1,
+        py::arg("coder") = "rans", py::arg("precision") = 11, py::arg("subblock_log2") = 16,
+        py::arg("checksum") = true, py::arg("layout") = "none", py::arg("elements") = false,
+        py::arg("threads") = 0, py::arg("zstd") = py::none(),
+        "Encode planes (or elements, with the split fused in) into a frame.");
+  m.def("frame_info", &frame_info, py::arg("src"), py::arg("max_decoded"),
+        "Parse and check a frame's header and chunk index.");
+  m.def("frame_decode", &frame_decode, py::arg("dst"), py::arg("src"), py::arg("max_decoded"),
+        py::arg("layout") = "none", py::arg("elements") = false,
+        py::arg("zstd_decoded") = py::none(), py::arg("threads") = 0,
+        "Decode a frame into dst (planes, or elements with the merge fused in).");
+  m.def(
+      "crc32c",
+      [](py::handle data, std::uint32_t crc) {
+        Buffer b(data, false, "crc32c", "data");
+        py::gil_scoped_release release;
+        return nnc::crc32c(crc, b.data(), b.size());
+      },
+      py::arg("data"), py::arg("crc") = 0, "CRC32C (Castagnoli) of data, continuing crc.");
+  m.def("crc32c_combine", &nnc::crc32c_combine, py::arg("crc_a"), py::arg("crc_b"),
+        py::arg("len_b"), "CRC32C of A||B from the CRCs of A and B.");
 }

@@ -152,6 +152,13 @@ bool variant_available(Variant variant) {
 
 Variant best_variant() { return variant_available(Variant::avx2) ? Variant::avx2 : Variant::scalar; }
 
+const detail::RangeKernels& detail::active_kernels() {
+#ifdef NNC_HAVE_AVX2_KERNELS
+  if (best_variant() == Variant::avx2) return avx2_kernels;
+#endif
+  return scalar_kernels;
+}
+
 namespace {
 
 const detail::RangeKernels* kernels_for(Variant variant) {

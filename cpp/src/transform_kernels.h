@@ -21,6 +21,8 @@ struct RangeKernels {
 };
 
 extern const RangeKernels scalar_kernels;
+// The fastest kernels this CPU runs (what Variant::automatic picks).
+const RangeKernels& active_kernels();
 #if defined(__x86_64__) || defined(_M_X64)
 #define NNC_HAVE_AVX2_KERNELS 1
 extern const RangeKernels avx2_kernels;

@@ -20,7 +20,20 @@ True
 """
 
 from nncodecs import _core
-from nncodecs.codecs import BitReorder, NumcodecsBitReorder, NumcodecsPlanes, Planes
+from nncodecs.codecs import (
+    Auto,
+    BitReorder,
+    Huffman,
+    NumcodecsAuto,
+    NumcodecsBitReorder,
+    NumcodecsHuffman,
+    NumcodecsPlanes,
+    NumcodecsRans,
+    NumcodecsWeights,
+    Planes,
+    Rans,
+    Weights,
+)
 from nncodecs.codecs._shell import get_threads, set_threads
 from nncodecs.dtypes import as_numpy, to_torch
 from nncodecs.errors import CorruptDataError, NNCodecsError
@@ -28,12 +41,20 @@ from nncodecs.errors import CorruptDataError, NNCodecsError
 __version__ = "0.1.0"
 
 __all__ = [
+    "Auto",
     "BitReorder",
     "CorruptDataError",
+    "Huffman",
     "NNCodecsError",
+    "NumcodecsAuto",
     "NumcodecsBitReorder",
+    "NumcodecsHuffman",
     "NumcodecsPlanes",
+    "NumcodecsRans",
+    "NumcodecsWeights",
     "Planes",
+    "Rans",
+    "Weights",
     "__version__",
     "as_numpy",
     "get_threads",

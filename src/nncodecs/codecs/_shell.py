@@ -25,6 +25,7 @@ __all__ = [
     "get_threads",
     "little_endian",
     "set_threads",
+    "typed_input",
 ]
 
 _threads = 0  # 0: every hardware thread
@@ -74,6 +75,32 @@ def as_array(buf: Any) -> Any:
     if arr.dtype.kind in "OUS" or arr.dtype.type is np.void:
         raise TypeError(f"unsupported dtype {arr.dtype}: object, string and structured arrays")
     return arr
+
+
+def typed_input(buf: Any, dtype: str | None, codec_id: str) -> Any:
+    """The array a dtype-aware codec encodes: ``buf`` checked against ``dtype``.
+
+    Raw bytes (bytes-like, or a uint8 array) are read as ``dtype``; an array
+    of another dtype is a ``ValueError``; with no ``dtype`` the array's own
+    must be supported (``TypeError`` otherwise).
+    """
+    from nncodecs.dtypes import dtype_name, normalize_dtype
+
+    arr = as_array(buf)
+    if dtype is None:
+        dtype_name(arr.dtype)
+        return arr
+    if dtype_name(arr.dtype) == dtype:
+        return arr
+    want = normalize_dtype(dtype)
+    if arr.dtype == np.uint8:
+        if arr.nbytes % want.itemsize:
+            raise ValueError(
+                f"{codec_id}: {arr.nbytes} bytes is not a whole number of "
+                f"{dtype} elements ({want.itemsize} bytes each)"
+            )
+        return np.ascontiguousarray(arr).reshape(-1).view(want)
+    raise ValueError(f"{codec_id}: configured for {dtype}, got {arr.dtype} data")
 
 
 def little_endian(arr: Any) -> Any:

@@ -41,6 +41,7 @@ from nncodecs.codecs._shell import (
     as_array,
     get_threads,
     little_endian,
+    typed_input,
 )
 from nncodecs.dtypes import (
     dtype_name,
@@ -136,26 +137,8 @@ class NumcodecsBitReorder(Codec):
     def __init__(self, dtype: Any = None) -> None:
         self.dtype = None if dtype is None else dtype_name(dtype)
 
-    def _input(self, buf: Any) -> Any:
-        arr = as_array(buf)
-        if self.dtype is None:
-            dtype_name(arr.dtype)  # TypeError for unsupported element types
-            return arr
-        want = normalize_dtype(self.dtype)
-        if dtype_name(arr.dtype) == self.dtype:
-            return arr
-        # Raw bytes (bytes-like or a uint8 array) are read as the configured dtype.
-        if arr.dtype == np.uint8:
-            if arr.nbytes % want.itemsize:
-                raise ValueError(
-                    f"bitreorder: {arr.nbytes} bytes is not a whole number of "
-                    f"{self.dtype} elements ({want.itemsize} bytes each)"
-                )
-            return np.ascontiguousarray(arr).reshape(-1).view(want)
-        raise ValueError(f"bitreorder: configured for {self.dtype}, got {arr.dtype} data")
-
     def encode(self, buf: Any) -> Any:
-        return encode_array(self._input(buf))
+        return encode_array(typed_input(buf, self.dtype, CODEC_ID))
 
     def decode(self, buf: Any, out: Any = None) -> Any:
         dtype = self.dtype

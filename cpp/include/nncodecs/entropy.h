@@ -1,0 +1,102 @@
+// Entropy coding of byte planes: rANS, Huffman, automatic choice, in
+// self-describing frames with a CRC32C. Byte layout: docs/format.md.
+//
+// dst-first, explicit capacities, *_bound() sizes; every function returns a
+// Status and, on failure, a message in an Error. Nothing throws or aborts,
+// and the decoder checks every length and offset before it touches memory.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "nncodecs/status.h"
+#include "nncodecs/transform.h"
+
+namespace nnc {
+
+// Failure detail: the status and a message saying what was expected and found.
+struct Error {
+  Status status = Status::ok;
+  char message[240] = {0};
+};
+
+enum class Coder : int { rans = 1, huffman = 2, automatic = 3 };
+
+// How one chunk of one plane is stored.
+enum class ChunkMode : std::uint8_t { raw = 0, constant = 1, rans = 2, huffman = 3, zstd = 4 };
+
+constexpr std::size_t kChunkLog2 = 18;  // symbols of one plane per chunk
+constexpr std::size_t kChunkSymbols = std::size_t(1) << kChunkLog2;
+constexpr std::uint8_t kFrameVersion = 1;
+
+struct EncodeParams {
+  Coder coder = Coder::rans;
+  unsigned planes = 1;          // k: the input is k equal planes (or k-byte elements)
+  unsigned precision = 11;      // rANS probability bits, 10..12
+  unsigned subblock_log2 = 16;  // rANS / Huffman sub-block symbols, 2^12..2^16
+  bool checksum = true;         // CRC32C of the planes
+  // With a float layout the input is elements of `planes` bytes: the reorder
+  // and the plane split run fused, chunk by chunk (the weights codec).
+  Layout layout = Layout::none;
+  bool elements = false;  // input holds elements (split fused in), not planes
+  int threads = 0;
+};
+
+// Zstd candidates for auto mode, one per (plane, chunk) in index order:
+// data == nullptr where there is none. Made by the caller (Python's zstandard).
+struct External {
+  const std::uint8_t* const* data = nullptr;
+  const std::uint32_t* size = nullptr;
+};
+
+// Worst-case frame size for src_len bytes of `planes` planes.
+std::size_t frame_bound(std::size_t src_len, unsigned planes);
+
+Status frame_encode(void* dst, std::size_t dst_cap, std::size_t* written, const void* src,
+                    std::size_t src_len, const EncodeParams& params, const External& zstd,
+                    Error* err);
+
+struct ChunkRef {
+  ChunkMode mode;
+  std::uint8_t value;        // constant mode
+  std::uint32_t plane;
+  std::uint64_t index;       // chunk number within its plane
+  std::uint64_t offset;      // payload offset from the frame start
+  std::uint64_t length;      // payload bytes
+  std::uint64_t symbols;     // decoded bytes of this chunk
+};
+
+struct FrameInfo {
+  std::uint8_t version = 0;
+  Coder coder = Coder::rans;
+  unsigned planes = 0;
+  unsigned precision = 0;
+  unsigned subblock_log2 = 0;
+  bool has_checksum = false;
+  std::uint32_t checksum = 0;
+  std::uint64_t decoded_len = 0;
+  std::uint64_t header_len = 0;
+  std::vector<ChunkRef> chunks;  // plane-major
+};
+
+// Parse and check a frame's header and chunk index against its length.
+// `max_decoded` bounds the declared decoded length (the caller's expectation).
+Status frame_info(const void* src, std::size_t src_len, std::uint64_t max_decoded,
+                  FrameInfo* info, Error* err);
+
+// Decode a frame into dst (dst_cap >= decoded length). With a float layout and
+// `elements`, the plane merge and inverse reorder run fused and dst receives
+// elements; otherwise dst receives the planes. zstd chunks come decoded from
+// the caller in `zstd_decoded` (concatenated in index order).
+Status frame_decode(void* dst, std::size_t dst_cap, const void* src, std::size_t src_len,
+                    std::uint64_t max_decoded, Layout layout, bool elements,
+                    const std::uint8_t* zstd_decoded, std::size_t zstd_decoded_len, int threads,
+                    Error* err);
+
+// CRC32C (Castagnoli), with the usual pre- and post-inversion.
+std::uint32_t crc32c(std::uint32_t crc, const void* data, std::size_t len);
+// CRC of A||B from crc(A), crc(B) and len(B).
+std::uint32_t crc32c_combine(std::uint32_t crc_a, std::uint32_t crc_b, std::uint64_t len_b);
+
+}  // namespace nnc

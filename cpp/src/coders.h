@@ -1,0 +1,58 @@
+// Chunk coders behind the frame: each encodes one chunk of one plane
+// (m symbols) into a payload, and decodes a payload back, checking it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+#include "nncodecs/entropy.h"
+
+namespace nnc {
+namespace detail {
+
+// Set err and return false: `return fail(err, Status::corrupt, "...", ...)`.
+template <class... Args>
+bool fail(Error* err, Status status, const char* fmt, Args... args) {
+  if (err != nullptr && err->status == Status::ok) {
+    err->status = status;
+    std::snprintf(err->message, sizeof(err->message), fmt, args...);
+  }
+  return false;
+}
+
+// Histogram of a chunk.
+void histogram(const std::uint8_t* src, std::size_t m, std::uint32_t counts[256]);
+
+// rANS (precision P, sub-blocks of 2^sb symbols). Output appended to out.
+void rans_encode_chunk(const std::uint8_t* src, std::size_t m, const std::uint32_t counts[256],
+                       unsigned precision, unsigned subblock_log2, std::vector<std::uint8_t>* out);
+bool rans_decode_chunk(std::uint8_t* dst, std::size_t m, const std::uint8_t* src, std::size_t len,
+                       unsigned precision, unsigned subblock_log2, Error* err);
+// Frequencies summing to 2^precision, each >= 1 where counts > 0 (>= 2 symbols present).
+void rans_normalize(const std::uint32_t counts[256], unsigned precision, std::uint32_t freqs[256]);
+
+// Huffman, code lengths <= kHuffmanMaxBits, 4 streams per sub-block.
+constexpr unsigned kHuffmanMaxBits = 11;
+constexpr unsigned kHuffmanStreams = 4;
+void huffman_encode_chunk(const std::uint8_t* src, std::size_t m, const std::uint32_t counts[256],
+                          unsigned subblock_log2, std::vector<std::uint8_t>* out);
+bool huffman_decode_chunk(std::uint8_t* dst, std::size_t m, const std::uint8_t* src,
+                          std::size_t len, unsigned subblock_log2, Error* err);
+void huffman_lengths(const std::uint32_t counts[256], unsigned max_bits, std::uint8_t lengths[256]);
+
+// Little-endian helpers.
+inline void put_u32(std::vector<std::uint8_t>* out, std::uint32_t v) {
+  for (int i = 0; i < 4; ++i) out->push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+}
+inline void store_u32(std::uint8_t* p, std::uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
+}
+inline std::uint32_t load_u32(const std::uint8_t* p) {
+  return std::uint32_t(p[0]) | std::uint32_t(p[1]) << 8 | std::uint32_t(p[2]) << 16 |
+         std::uint32_t(p[3]) << 24;
+}
+
+}  // namespace detail
+}  // namespace nnc

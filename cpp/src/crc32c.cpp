@@ -1,0 +1,173 @@
+// CRC32C (Castagnoli, reflected polynomial 0x82F63B78): a slice-by-8 table
+// kernel, the SSE4.2 crc32 instruction where the CPU has it (chosen at run
+// time), and combination of two CRCs for chunks computed in parallel.
+#include <cstring>
+
+#include "nncodecs/entropy.h"
+
+#if defined(__x86_64__) || defined(_M_X64)
+#include <immintrin.h>
+#define NNC_HAVE_SSE42 1
+#endif
+
+namespace nnc {
+namespace {
+
+constexpr std::uint32_t kPoly = 0x82F63B78u;
+
+struct Tables {
+  std::uint32_t t[8][256];
+  Tables() {
+    for (std::uint32_t i = 0; i < 256; ++i) {
+      std::uint32_t c = i;
+      for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (kPoly & (0u - (c & 1u)));
+      t[0][i] = c;
+    }
+    for (std::uint32_t i = 0; i < 256; ++i)
+      for (int s = 1; s < 8; ++s) t[s][i] = (t[s - 1][i] >> 8) ^ t[0][t[s - 1][i] & 0xFFu];
+  }
+};
+
+const Tables& tables() {
+  static const Tables tab;
+  return tab;
+}
+
+std::uint32_t crc_table(std::uint32_t crc, const std::uint8_t* p, std::size_t len) {
+  const auto& t = tables().t;
+  while (len >= 8) {
+    std::uint64_t v;
+    std::memcpy(&v, p, 8);
+    v ^= crc;
+    crc = t[7][v & 0xFF] ^ t[6][(v >> 8) & 0xFF] ^ t[5][(v >> 16) & 0xFF] ^
+          t[4][(v >> 24) & 0xFF] ^ t[3][(v >> 32) & 0xFF] ^ t[2][(v >> 40) & 0xFF] ^
+          t[1][(v >> 48) & 0xFF] ^ t[0][v >> 56];
+    p += 8;
+    len -= 8;
+  }
+  while (len--) crc = (crc >> 8) ^ t[0][(crc ^ *p++) & 0xFFu];
+  return crc;
+}
+
+std::uint32_t gf2_times(const std::uint32_t* mat, std::uint32_t vec) {
+  std::uint32_t sum = 0;
+  for (int i = 0; vec; vec >>= 1, ++i)
+    if (vec & 1u) sum ^= mat[i];
+  return sum;
+}
+
+void gf2_square(std::uint32_t* square, const std::uint32_t* mat) {
+  for (int n = 0; n < 32; ++n) square[n] = gf2_times(mat, mat[n]);
+}
+
+// The operator that advances a raw CRC register over `bytes` zero bytes:
+// the one-byte operator raised to that power by repeated squaring.
+struct ZeroShift {
+  std::uint32_t mat[32];
+  explicit ZeroShift(std::uint64_t bytes) {
+    std::uint32_t bit[32], base[32], tmp[32];
+    bit[0] = kPoly;  // one zero bit
+    for (int n = 1; n < 32; ++n) bit[n] = 1u << (n - 1);
+    gf2_square(tmp, bit);   // 2 bits
+    gf2_square(bit, tmp);   // 4 bits
+    gf2_square(base, bit);  // 8 bits: one byte
+    for (int n = 0; n < 32; ++n) mat[n] = 1u << n;
+    while (bytes) {
+      if (bytes & 1u) {
+        for (int n = 0; n < 32; ++n) tmp[n] = gf2_times(base, mat[n]);
+        std::memcpy(mat, tmp, sizeof(mat));
+      }
+      bytes >>= 1;
+      if (bytes) {
+        gf2_square(tmp, base);
+        std::memcpy(base, tmp, sizeof(base));
+      }
+    }
+  }
+  std::uint32_t apply(std::uint32_t crc) const { return gf2_times(mat, crc); }
+};
+
+#ifdef NNC_HAVE_SSE42
+constexpr std::size_t kLaneBytes = 4096;
+
+// Three independent crc32 chains over adjacent 4 KiB lanes hide the
+// instruction's latency; the lanes are joined with the zero-byte operator.
+__attribute__((target("sse4.2"))) std::uint32_t crc_sse42_3way(std::uint32_t crc,
+                                                               const std::uint8_t*& p,
+                                                               std::size_t& len) {
+  static const ZeroShift shift(kLaneBytes);
+  while (len >= 3 * kLaneBytes) {
+    std::uint64_t a = crc, b = 0, c = 0;
+    const std::uint8_t* pa = p;
+    const std::uint8_t* pb = p + kLaneBytes;
+    const std::uint8_t* pc = p + 2 * kLaneBytes;
+    for (std::size_t i = 0; i < kLaneBytes; i += 8) {
+      std::uint64_t va, vb, vc;
+      std::memcpy(&va, pa + i, 8);
+      std::memcpy(&vb, pb + i, 8);
+      std::memcpy(&vc, pc + i, 8);
+      a = _mm_crc32_u64(a, va);
+      b = _mm_crc32_u64(b, vb);
+      c = _mm_crc32_u64(c, vc);
+    }
+    crc = shift.apply(shift.apply(static_cast<std::uint32_t>(a)) ^ static_cast<std::uint32_t>(b)) ^
+          static_cast<std::uint32_t>(c);
+    p += 3 * kLaneBytes;
+    len -= 3 * kLaneBytes;
+  }
+  return crc;
+}
+
+__attribute__((target("sse4.2"))) std::uint32_t crc_sse42(std::uint32_t crc, const std::uint8_t* p,
+                                                          std::size_t len) {
+  crc = crc_sse42_3way(crc, p, len);
+  std::uint64_t c = crc;
+  while (len >= 8) {
+    std::uint64_t v;
+    std::memcpy(&v, p, 8);
+    c = _mm_crc32_u64(c, v);
+    p += 8;
+    len -= 8;
+  }
+  std::uint32_t c32 = static_cast<std::uint32_t>(c);
+  while (len--) c32 = _mm_crc32_u8(c32, *p++);
+  return c32;
+}
+#endif
+
+}  // namespace
+
+std::uint32_t crc32c(std::uint32_t crc, const void* data, std::size_t len) {
+  const auto* p = static_cast<const std::uint8_t*>(data);
+  crc = ~crc;
+#ifdef NNC_HAVE_SSE42
+  static const bool hw = __builtin_cpu_supports("sse4.2");
+  crc = hw ? crc_sse42(crc, p, len) : crc_table(crc, p, len);
+#else
+  crc = crc_table(crc, p, len);
+#endif
+  return ~crc;
+}
+
+std::uint32_t crc32c_combine(std::uint32_t crc_a, std::uint32_t crc_b, std::uint64_t len_b) {
+  // Append len_b zero bytes to A's register with the zero-operator matrices
+  // (squared repeatedly: 1, 2, 4, ... bytes), then xor in B.
+  if (len_b == 0) return crc_a;
+  std::uint32_t odd[32], even[32];
+  odd[0] = kPoly;  // operator for one zero bit
+  for (int n = 1; n < 32; ++n) odd[n] = 1u << (n - 1);
+  gf2_square(even, odd);  // two zero bits
+  gf2_square(odd, even);  // four zero bits
+  do {
+    gf2_square(even, odd);  // one zero byte, then 4, 16, ...
+    if (len_b & 1u) crc_a = gf2_times(even, crc_a);
+    len_b >>= 1;
+    if (!len_b) break;
+    gf2_square(odd, even);
+    if (len_b & 1u) crc_a = gf2_times(odd, crc_a);
+    len_b >>= 1;
+  } while (len_b);
+  return crc_a ^ crc_b;
+}
+
+}  // namespace nnc

@@ -1,0 +1,420 @@
+// Frames: header, per-plane chunk index, payloads, CRC32C. Chunks encode and
+// decode in parallel; with a float layout the plane split / merge and the
+// reorder run fused, chunk by chunk, so full-size planes never exist.
+// Byte layout: docs/format.md ("Frame").
+#include <algorithm>
+#include <cstring>
+#include <memory>
+
+#include "coders.h"
+#include "nncodecs/entropy.h"
+#include "nncodecs/rans_lane.h"
+#include "nncodecs/threadpool.h"
+#include "transform_kernels.h"
+
+namespace nnc {
+namespace {
+
+using detail::fail;
+
+constexpr std::uint8_t kMagic[4] = {'N', 'N', 'C', 'F'};
+constexpr std::size_t kFixedHeader = 10;  // magic, version, coder, flags, planes, precision, sub-block
+constexpr std::uint8_t kFlagChecksum = 1;
+
+void put_varint(std::uint8_t*& p, std::uint64_t v) {
+  while (v >= 0x80) {
+    *p++ = static_cast<std::uint8_t>(v | 0x80);
+    v >>= 7;
+  }
+  *p++ = static_cast<std::uint8_t>(v);
+}
+
+std::size_t varint_size(std::uint64_t v) {
+  std::size_t n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    ++n;
+  }
+  return n;
+}
+
+// Read a LEB128 varint of at most 10 bytes; false when truncated or overlong.
+bool get_varint(const std::uint8_t* p, std::size_t len, std::size_t* pos, std::uint64_t* v) {
+  std::uint64_t out = 0;
+  for (unsigned shift = 0; shift < 64; shift += 7) {
+    if (*pos >= len) return false;
+    const std::uint8_t b = p[(*pos)++];
+    if (shift == 63 && b > 1) return false;
+    out |= std::uint64_t(b & 0x7F) << shift;
+    if (!(b & 0x80)) {
+      *v = out;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::size_t chunk_count(std::uint64_t n) { return static_cast<std::size_t>((n + kChunkSymbols - 1) >> kChunkLog2); }
+
+std::size_t chunk_symbols(std::uint64_t n, std::size_t c) {
+  const std::uint64_t begin = std::uint64_t(c) << kChunkLog2;
+  return static_cast<std::size_t>(std::min<std::uint64_t>(kChunkSymbols, n - begin));
+}
+
+// Per-thread scratch reused across chunks and calls: a fresh allocation per
+// chunk would page-fault its way through every megabyte again.
+std::uint8_t* scratch_buffer(std::size_t bytes) {
+  thread_local std::vector<std::uint8_t> buf;
+  if (buf.size() < bytes) buf.resize(bytes);
+  return buf.data();
+}
+
+// One encoded chunk of one plane.
+struct ChunkOut {
+  ChunkMode mode = ChunkMode::raw;
+  std::uint8_t value = 0;
+  std::vector<std::uint8_t> owned;        // rans / huffman payload, or a fused raw copy
+  const std::uint8_t* data = nullptr;     // payload bytes (into owned, src or zstd)
+  std::size_t length = 0;
+  std::uint32_t crc = 0;
+};
+
+void choose(const std::uint8_t* p, std::size_t m, const EncodeParams& params,
+            const std::uint8_t* zstd, std::uint32_t zstd_len, bool copy_raw, ChunkOut* out) {
+  std::uint32_t counts[256];
+  detail::histogram(p, m, counts);
+  int distinct = 0;
+  for (int s = 0; s < 256; ++s) distinct += counts[s] != 0;
+  if (distinct == 1) {
+    out->mode = ChunkMode::constant;
+    out->value = p[0];
+    return;
+  }
+  std::vector<std::uint8_t> rans, huff;
+  const bool try_rans = params.coder != Coder::huffman;
+  const bool try_huff = params.coder != Coder::rans;
+  if (try_rans) detail::rans_encode_chunk(p, m, counts, params.precision, params.subblock_log2, &rans);
+  if (try_huff) detail::huffman_encode_chunk(p, m, counts, params.subblock_log2, &huff);
+
+  ChunkMode mode = ChunkMode::raw;
+  std::size_t best = m;
+  if (params.coder == Coder::automatic) {
+    // The smallest; on a tie the faster to decode (raw, Huffman, rANS, zstd).
+    if (huff.size() < best) mode = ChunkMode::huffman, best = huff.size();
+    if (rans.size() < best) mode = ChunkMode::rans, best = rans.size();
+    if (zstd != nullptr && zstd_len < best) mode = ChunkMode::zstd, best = zstd_len;
+  } else {
+    // FORMAT: raw unless coding saves at least 5%, decided in integers.
+    const std::size_t coded = try_rans ? rans.size() : huff.size();
+    if (coded * 20 < m * 19) mode = try_rans ? ChunkMode::rans : ChunkMode::huffman;
+  }
+  out->mode = mode;
+  switch (mode) {
+    case ChunkMode::rans: out->owned = std::move(rans); break;
+    case ChunkMode::huffman: out->owned = std::move(huff); break;
+    case ChunkMode::zstd:
+      out->data = zstd;
+      out->length = zstd_len;
+      return;
+    default:
+      if (copy_raw) out->owned.assign(p, p + m);
+      else {
+        out->data = p;
+        out->length = m;
+        return;
+      }
+  }
+  out->data = out->owned.data();
+  out->length = out->owned.size();
+}
+
+bool check_params(const EncodeParams& p, std::size_t src_len, Error* err) {
+  if (p.planes < 1 || p.planes > 255)
+    return fail(err, Status::bad_argument, "planes must be 1..255, got %u", p.planes);
+  if (p.precision < rans::kMinPrecision || p.precision > rans::kMaxPrecision)
+    return fail(err, Status::bad_argument, "precision must be 10..12, got %u", p.precision);
+  if (p.subblock_log2 < rans::kMinSubblockLog2 || p.subblock_log2 > rans::kMaxSubblockLog2)
+    return fail(err, Status::bad_argument, "sub-block log2 must be 12..16, got %u",
+                p.subblock_log2);
+  if (p.coder != Coder::rans && p.coder != Coder::huffman && p.coder != Coder::automatic)
+    return fail(err, Status::bad_argument, "unknown coder %d", static_cast<int>(p.coder));
+  if (src_len % p.planes)
+    return fail(err, Status::bad_argument, "%zu bytes is not %u equal planes", src_len, p.planes);
+  if (p.layout != Layout::none && (!p.elements || layout_width(p.layout) != p.planes))
+    return fail(err, Status::bad_argument, "a float layout needs elements of its width");
+  return true;
+}
+
+}  // namespace
+
+std::size_t frame_bound(std::size_t src_len, unsigned planes) {
+  const std::size_t n = planes ? src_len / planes : 0;
+  return kFixedHeader + 10 + 4 + std::size_t(planes) * chunk_count(n) * 6 + src_len;
+}
+
+Status frame_encode(void* dst, std::size_t dst_cap, std::size_t* written, const void* src,
+                    std::size_t src_len, const EncodeParams& params, const External& zstd,
+                    Error* err) {
+  *written = 0;
+  if (!check_params(params, src_len, err)) return err->status;
+  const unsigned k = params.planes;
+  const std::uint64_t n = src_len / k;
+  const std::size_t chunks = chunk_count(n);
+  const auto* in = static_cast<const std::uint8_t*>(src);
+  std::vector<ChunkOut> out(std::size_t(k) * chunks);
+  const detail::RangeKernels& kern = detail::active_kernels();
+
+  parallel_for(chunks, params.threads, [&](std::size_t c) {
+    const std::size_t m = chunk_symbols(n, c);
+    const std::size_t first = c << kChunkLog2;
+    std::uint8_t* scratch = nullptr;
+    if (params.elements && k > 1) {
+      scratch = scratch_buffer(k * m);
+      kern.split(scratch, in + first * k, m, 0, m, k, params.layout);
+    } else if (params.elements && params.layout != Layout::none) {
+      scratch = scratch_buffer(m);
+      kern.reorder(scratch, in + first, 0, m, params.layout, false);
+    }
+    for (unsigned j = 0; j < k; ++j) {
+      const std::uint8_t* p = scratch ? scratch + std::size_t(j) * m : in + j * n + first;
+      const std::size_t idx = std::size_t(j) * chunks + c;
+      const std::uint8_t* z = zstd.data ? zstd.data[idx] : nullptr;
+      const std::uint32_t zl = z ? zstd.size[idx] : 0;
+      choose(p, m, params, z, zl, scratch != nullptr, &out[idx]);
+      if (params.checksum) out[idx].crc = crc32c(0, p, m);
+    }
+  });
+
+  std::uint32_t crc = 0;
+  std::size_t index_len = 0, payload_len = 0;
+  for (unsigned j = 0; j < k; ++j)
+    for (std::size_t c = 0; c < chunks; ++c) {
+      const ChunkOut& o = out[std::size_t(j) * chunks + c];
+      if (params.checksum) crc = crc32c_combine(crc, o.crc, chunk_symbols(n, c));
+      index_len += 1;
+      if (o.mode == ChunkMode::constant) index_len += 1;
+      else if (o.mode != ChunkMode::raw) index_len += varint_size(o.length);
+      if (o.mode != ChunkMode::constant) payload_len += o.length;
+    }
+  const std::size_t total =
+      kFixedHeader + varint_size(src_len) + (params.checksum ? 4 : 0) + index_len + payload_len;
+  if (total > dst_cap)
+    return fail(err, Status::dst_too_small, "frame needs %zu bytes, dst has %zu", total, dst_cap),
+           err->status;
+
+  auto* p = static_cast<std::uint8_t*>(dst);
+  std::memcpy(p, kMagic, 4);
+  p[4] = kFrameVersion;
+  p[5] = static_cast<std::uint8_t>(params.coder);
+  p[6] = params.checksum ? kFlagChecksum : 0;
+  p[7] = static_cast<std::uint8_t>(k);
+  p[8] = static_cast<std::uint8_t>(params.precision);
+  p[9] = static_cast<std::uint8_t>(params.subblock_log2);
+  p += kFixedHeader;
+  put_varint(p, src_len);
+  if (params.checksum) {
+    detail::store_u32(p, crc);
+    p += 4;
+  }
+  for (const ChunkOut& o : out) {
+    *p++ = static_cast<std::uint8_t>(o.mode);
+    if (o.mode == ChunkMode::constant) *p++ = o.value;
+    else if (o.mode != ChunkMode::raw) put_varint(p, o.length);
+  }
+  for (const ChunkOut& o : out) {
+    if (o.mode == ChunkMode::constant) continue;
+    if (o.length) std::memcpy(p, o.data, o.length);
+    p += o.length;
+  }
+  *written = total;
+  return Status::ok;
+}
+
+Status frame_info(const void* src, std::size_t src_len, std::uint64_t max_decoded,
+                  FrameInfo* info, Error* err) {
+  const auto* p = static_cast<const std::uint8_t*>(src);
+  if (src_len < kFixedHeader + 1)
+    return fail(err, Status::corrupt, "frame of %zu bytes is shorter than a header", src_len),
+           err->status;
+  if (std::memcmp(p, kMagic, 4) != 0)
+    return fail(err, Status::corrupt,
+                "not an nncodecs frame: magic %02x %02x %02x %02x, expected 'NNCF'", p[0], p[1],
+                p[2], p[3]),
+           err->status;
+  info->version = p[4];
+  if (info->version != kFrameVersion)
+    return fail(err, Status::corrupt, "frame version %u, this build reads version %u", p[4],
+                kFrameVersion),
+           err->status;
+  info->coder = static_cast<Coder>(p[5]);
+  if (p[5] < 1 || p[5] > 3)
+    return fail(err, Status::corrupt, "unknown coder %u in the frame header", p[5]), err->status;
+  if (p[6] & ~kFlagChecksum)
+    return fail(err, Status::corrupt, "unknown flags 0x%02x in the frame header", p[6]),
+           err->status;
+  info->has_checksum = p[6] & kFlagChecksum;
+  info->planes = p[7];
+  info->precision = p[8];
+  info->subblock_log2 = p[9];
+  if (info->planes == 0 || info->precision < rans::kMinPrecision ||
+      info->precision > rans::kMaxPrecision || info->subblock_log2 < rans::kMinSubblockLog2 ||
+      info->subblock_log2 > rans::kMaxSubblockLog2)
+    return fail(err, Status::corrupt, "bad header: planes %u, precision %u, sub-block 2^%u",
+                info->planes, info->precision, info->subblock_log2),
+           err->status;
+  std::size_t pos = kFixedHeader;
+  if (!get_varint(p, src_len, &pos, &info->decoded_len))
+    return fail(err, Status::corrupt, "truncated or overlong decoded length"), err->status;
+  if (info->decoded_len > max_decoded)
+    return fail(err, Status::corrupt, "frame declares %llu decoded bytes, expected at most %llu",
+                static_cast<unsigned long long>(info->decoded_len),
+                static_cast<unsigned long long>(max_decoded)),
+           err->status;
+  if (info->decoded_len % info->planes)
+    return fail(err, Status::corrupt, "decoded length %llu is not %u equal planes",
+                static_cast<unsigned long long>(info->decoded_len), info->planes),
+           err->status;
+  if (info->has_checksum) {
+    if (src_len - pos < 4) return fail(err, Status::corrupt, "truncated checksum"), err->status;
+    info->checksum = detail::load_u32(p + pos);
+    pos += 4;
+  }
+  const std::uint64_t n = info->decoded_len / info->planes;
+  const std::size_t chunks = chunk_count(n);
+  const std::uint64_t entries = std::uint64_t(info->planes) * chunks;
+  if (entries > src_len - pos)  // every entry takes at least one byte
+    return fail(err, Status::corrupt, "a chunk index of %llu entries cannot fit %zu bytes",
+                static_cast<unsigned long long>(entries), src_len - pos),
+           err->status;
+  info->chunks.clear();
+  info->chunks.reserve(entries);
+  for (unsigned j = 0; j < info->planes; ++j)
+    for (std::size_t c = 0; c < chunks; ++c) {
+      ChunkRef r{};
+      r.plane = j;
+      r.index = c;
+      r.symbols = chunk_symbols(n, c);
+      if (pos >= src_len) return fail(err, Status::corrupt, "truncated chunk index"), err->status;
+      const std::uint8_t mode = p[pos++];
+      if (mode > static_cast<std::uint8_t>(ChunkMode::zstd))
+        return fail(err, Status::corrupt, "plane %u chunk %zu: unknown mode %u", j, c, mode),
+               err->status;
+      r.mode = static_cast<ChunkMode>(mode);
+      if (r.mode == ChunkMode::constant) {
+        if (pos >= src_len) return fail(err, Status::corrupt, "truncated chunk index"), err->status;
+        r.value = p[pos++];
+      } else if (r.mode == ChunkMode::raw) {
+        r.length = r.symbols;
+      } else if (!get_varint(p, src_len, &pos, &r.length)) {
+        return fail(err, Status::corrupt, "plane %u chunk %zu: truncated payload length", j, c),
+               err->status;
+      }
+      info->chunks.push_back(r);
+    }
+  info->header_len = pos;
+  std::uint64_t offset = pos;
+  for (ChunkRef& r : info->chunks) {
+    if (r.length > src_len - std::min<std::uint64_t>(offset, src_len))
+      return fail(err, Status::corrupt,
+                  "plane %u chunk %llu: payload of %llu bytes at offset %llu passes the frame end "
+                  "(%zu bytes)",
+                  r.plane, static_cast<unsigned long long>(r.index),
+                  static_cast<unsigned long long>(r.length),
+                  static_cast<unsigned long long>(offset), src_len),
+             err->status;
+    r.offset = offset;
+    offset += r.length;
+  }
+  if (offset != src_len)
+    return fail(err, Status::corrupt, "frame has %llu bytes after its last chunk",
+                static_cast<unsigned long long>(src_len - offset)),
+           err->status;
+  return Status::ok;
+}
+
+Status frame_decode(void* dst, std::size_t dst_cap, const void* src, std::size_t src_len,
+                    std::uint64_t max_decoded, Layout layout, bool elements,
+                    const std::uint8_t* zstd_decoded, std::size_t zstd_decoded_len, int threads,
+                    Error* err) {
+  FrameInfo info;
+  Status s = frame_info(src, src_len, std::min<std::uint64_t>(max_decoded, dst_cap), &info, err);
+  if (s != Status::ok) return s;
+  const unsigned k = info.planes;
+  if (layout != Layout::none && (!elements || layout_width(layout) != k))
+    return fail(err, Status::bad_argument, "layout width differs from the frame's %u planes", k),
+           err->status;
+  const std::uint64_t n = info.decoded_len / k;
+  const std::size_t chunks = chunk_count(n);
+  // zstd chunks arrive decoded, in index order.
+  std::vector<std::uint64_t> ext_at(info.chunks.size(), 0);
+  std::uint64_t ext_total = 0;
+  for (std::size_t i = 0; i < info.chunks.size(); ++i)
+    if (info.chunks[i].mode == ChunkMode::zstd) {
+      ext_at[i] = ext_total;
+      ext_total += info.chunks[i].symbols;
+    }
+  if (ext_total != zstd_decoded_len)
+    return fail(err, Status::bad_argument, "%zu decoded zstd bytes given, the frame needs %llu",
+                zstd_decoded_len, static_cast<unsigned long long>(ext_total)),
+           err->status;
+
+  const auto* in = static_cast<const std::uint8_t*>(src);
+  auto* out = static_cast<std::uint8_t*>(dst);
+  const detail::RangeKernels& kern = detail::active_kernels();
+  std::vector<Error> errors(chunks);
+  std::vector<std::uint32_t> crcs(info.chunks.size(), 0);
+  parallel_for(chunks, threads, [&](std::size_t c) {
+    const std::size_t m = chunk_symbols(n, c);
+    const std::size_t first = c << kChunkLog2;
+    const bool fused = elements && (k > 1 || layout != Layout::none);
+    std::uint8_t* scratch = fused ? scratch_buffer(k * m) : nullptr;
+    for (unsigned j = 0; j < k; ++j) {
+      const std::size_t idx = std::size_t(j) * chunks + c;
+      const ChunkRef& r = info.chunks[idx];
+      std::uint8_t* t = fused ? scratch + std::size_t(j) * m : out + j * n + first;
+      const std::uint8_t* payload = in + r.offset;
+      bool ok = true;
+      switch (r.mode) {
+        case ChunkMode::raw: std::memcpy(t, payload, m); break;
+        case ChunkMode::constant: std::memset(t, r.value, m); break;
+        case ChunkMode::zstd: std::memcpy(t, zstd_decoded + ext_at[idx], m); break;
+        case ChunkMode::rans:
+          ok = detail::rans_decode_chunk(t, m, payload, r.length, info.precision,
+                                         info.subblock_log2, &errors[c]);
+          break;
+        case ChunkMode::huffman:
+          ok = detail::huffman_decode_chunk(t, m, payload, r.length, info.subblock_log2,
+                                            &errors[c]);
+          break;
+      }
+      if (!ok) {
+        char where[sizeof(errors[c].message)];
+        std::snprintf(where, sizeof(where), "plane %u chunk %zu: %.200s", j, c, errors[c].message);
+        std::memcpy(errors[c].message, where, sizeof(where));
+        return;
+      }
+      if (info.has_checksum) crcs[idx] = crc32c(0, t, m);
+    }
+    if (fused) {
+      if (k > 1) kern.merge(out + first * k, scratch, m, 0, m, k, layout);
+      else kern.reorder(out + first, scratch, 0, m, layout, true);
+    }
+  });
+  for (const Error& e : errors)
+    if (e.status != Status::ok) {
+      *err = e;
+      return e.status;
+    }
+  if (info.has_checksum) {
+    std::uint32_t crc = 0;
+    for (std::size_t i = 0; i < info.chunks.size(); ++i)
+      crc = crc32c_combine(crc, crcs[i], info.chunks[i].symbols);
+    if (crc != info.checksum)
+      return fail(err, Status::corrupt, "CRC32C mismatch: frame says %08x, decoded data gives %08x",
+                  info.checksum, crc),
+             err->status;
+  }
+  return Status::ok;
+}
+
+}  // namespace nnc

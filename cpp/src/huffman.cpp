@@ -1,0 +1,289 @@
+// Canonical Huffman chunk coder: code lengths <= 11 bits (a 2 KiB-entry
+// decode table that fits L1), 4 interleaved bit streams per sub-block.
+// Bitstream: docs/format.md ("Huffman chunk").
+#include <algorithm>
+#include <cstring>
+
+#include "coders.h"
+
+namespace nnc {
+namespace detail {
+
+void huffman_lengths(const std::uint32_t counts[256], unsigned max_bits, std::uint8_t lengths[256]) {
+  // Optimal lengths by the two-queue method over symbols sorted by (count,
+  // symbol); then limited to max_bits and repaired to satisfy Kraft.
+  std::memset(lengths, 0, 256);
+  int sym[256], n = 0;
+  for (int s = 0; s < 256; ++s)
+    if (counts[s]) sym[n++] = s;
+  if (n < 2) {
+    if (n == 1) lengths[sym[0]] = 1;
+    return;
+  }
+  std::stable_sort(sym, sym + n, [&](int a, int b) { return counts[a] < counts[b]; });
+  // Nodes 0..n-1 are leaves, n..2n-2 internal; parent[] gives the tree.
+  std::vector<std::uint64_t> weight(2 * n - 1);
+  std::vector<int> parent(2 * n - 1, -1);
+  for (int i = 0; i < n; ++i) weight[i] = counts[sym[i]];
+  int leaf = 0, inner = n, next = n;
+  auto take = [&]() {
+    if (leaf < n && (inner >= next || weight[leaf] <= weight[inner])) return leaf++;
+    return inner++;
+  };
+  for (; next < 2 * n - 1; ++next) {
+    int a = take(), b = take();
+    weight[next] = weight[a] + weight[b];
+    parent[a] = parent[b] = next;
+  }
+  std::vector<int> depth(2 * n - 1, 0);
+  for (int i = 2 * n - 3; i >= 0; --i) depth[i] = depth[parent[i]] + 1;
+  for (int i = 0; i < n; ++i) lengths[sym[i]] = static_cast<std::uint8_t>(depth[i]);
+
+  // Limit: clamp, then lengthen the rarest short codes until Kraft fits.
+  const std::uint32_t cap = 1u << max_bits;
+  std::uint32_t kraft = 0;
+  for (int i = 0; i < n; ++i) {
+    int s = sym[i];
+    if (lengths[s] > max_bits) lengths[s] = static_cast<std::uint8_t>(max_bits);
+    kraft += cap >> lengths[s];
+  }
+  while (kraft > cap) {
+    for (int i = 0; i < n && kraft > cap; ++i) {  // rarest first
+      int s = sym[i];
+      if (lengths[s] < max_bits) {
+        kraft -= cap >> (lengths[s] + 1);
+        ++lengths[s];
+      }
+    }
+  }
+  // Spend any slack on the most frequent symbols.
+  for (int i = n - 1; i >= 0; --i) {
+    int s = sym[i];
+    while (lengths[s] > 1 && kraft + (cap >> lengths[s]) <= cap) {
+      kraft += cap >> lengths[s];
+      --lengths[s];
+    }
+  }
+}
+
+namespace {
+
+// Canonical codes, bit-reversed for least-significant-bit-first streams.
+void canonical_codes(const std::uint8_t lengths[256], std::uint16_t codes[256]) {
+  unsigned count[32] = {0};
+  for (int s = 0; s < 256; ++s) ++count[lengths[s]];
+  count[0] = 0;
+  std::uint32_t next[32] = {0}, code = 0;
+  for (unsigned len = 1; len < 32; ++len) {
+    code = (code + count[len - 1]) << 1;
+    next[len] = code;
+  }
+  for (int s = 0; s < 256; ++s) {
+    const unsigned len = lengths[s];
+    codes[s] = 0;
+    if (!len) continue;
+    std::uint32_t c = next[len]++, r = 0;
+    for (unsigned k = 0; k < len; ++k) r |= ((c >> k) & 1u) << (len - 1 - k);
+    codes[s] = static_cast<std::uint16_t>(r);
+  }
+}
+
+struct BitWriter {
+  std::vector<std::uint8_t>* out;
+  std::uint64_t acc = 0;
+  unsigned bits = 0;
+  void put(std::uint32_t code, unsigned len) {
+    acc |= std::uint64_t(code) << bits;
+    bits += len;
+    while (bits >= 8) {
+      out->push_back(static_cast<std::uint8_t>(acc));
+      acc >>= 8;
+      bits -= 8;
+    }
+  }
+  void flush() {
+    if (bits) out->push_back(static_cast<std::uint8_t>(acc));  // padding bits are zero
+    acc = 0;
+    bits = 0;
+  }
+};
+
+// Least-significant-bit-first reader. Past the end it supplies zero bits and
+// counts them, so a decoder never reads outside the stream and can tell an
+// overrun afterwards.
+struct BitReader {
+  const std::uint8_t* p;
+  const std::uint8_t* end;
+  std::uint64_t buf = 0;
+  unsigned bits = 0;
+  std::uint64_t consumed = 0;
+
+  void refill() {
+    if (end - p >= 8) {
+      std::uint64_t v;
+      std::memcpy(&v, p, 8);
+      buf |= v << bits;
+      p += (63 - bits) >> 3;
+      bits |= 56;
+    } else {
+      while (bits <= 56 && p < end) {
+        buf |= std::uint64_t(*p++) << bits;
+        bits += 8;
+      }
+      if (bits < 56) bits = 56;  // virtual zero bits past the end
+    }
+  }
+};
+
+}  // namespace
+
+void huffman_encode_chunk(const std::uint8_t* src, std::size_t m, const std::uint32_t counts[256],
+                          unsigned subblock_log2, std::vector<std::uint8_t>* out) {
+  std::uint8_t lengths[256];
+  std::uint16_t codes[256];
+  huffman_lengths(counts, kHuffmanMaxBits, lengths);
+  canonical_codes(lengths, codes);
+  // Table: presence map, then 4-bit lengths of present symbols, low nibble first.
+  const std::size_t start = out->size();
+  out->resize(start + 32, 0);
+  unsigned present = 0;
+  for (int s = 0; s < 256; ++s)
+    if (lengths[s]) {
+      (*out)[start + s / 8] |= std::uint8_t(1u << (s % 8));
+      ++present;
+    }
+  const std::size_t nib_at = out->size();
+  out->resize(nib_at + (present + 1) / 2, 0);
+  unsigned k = 0;
+  for (int s = 0; s < 256; ++s)
+    if (lengths[s]) {
+      (*out)[nib_at + k / 2] |= std::uint8_t(lengths[s] << (4 * (k % 2)));
+      ++k;
+    }
+
+  const std::size_t block = std::size_t(1) << subblock_log2;
+  const std::size_t blocks = (m + block - 1) / block;
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const std::uint8_t* sym = src + b * block;
+    const std::size_t mb = std::min(block, m - b * block);
+    const std::size_t quarter = (mb + kHuffmanStreams - 1) / kHuffmanStreams;
+    const std::size_t lens_at = out->size();
+    out->resize(lens_at + 4 * kHuffmanStreams);
+    for (unsigned j = 0; j < kHuffmanStreams; ++j) {
+      const std::size_t begin = std::min(mb, j * quarter), end = std::min(mb, begin + quarter);
+      const std::size_t before = out->size();
+      BitWriter w{out};
+      for (std::size_t i = begin; i < end; ++i) w.put(codes[sym[i]], lengths[sym[i]]);
+      w.flush();
+      store_u32(out->data() + lens_at + 4 * j, static_cast<std::uint32_t>(out->size() - before));
+    }
+  }
+}
+
+bool huffman_decode_chunk(std::uint8_t* dst, std::size_t m, const std::uint8_t* src,
+                          std::size_t len, unsigned subblock_log2, Error* err) {
+  if (len < 32) return fail(err, Status::corrupt, "Huffman chunk: %zu bytes, no table", len);
+  std::uint8_t lengths[256] = {0};
+  unsigned present = 0;
+  for (int s = 0; s < 256; ++s) present += (src[s / 8] >> (s % 8)) & 1u;
+  const std::size_t table_len = 32 + (present + 1) / 2;
+  if (present < 2 || len < table_len)
+    return fail(err, Status::corrupt, "Huffman chunk: table of %u symbols in %zu bytes", present,
+                len);
+  const std::uint32_t cap = 1u << kHuffmanMaxBits;
+  std::uint32_t kraft = 0;
+  unsigned k = 0;
+  for (int s = 0; s < 256; ++s) {
+    if (!((src[s / 8] >> (s % 8)) & 1u)) continue;
+    const unsigned l = (src[32 + k / 2] >> (4 * (k % 2))) & 0xFu;
+    ++k;
+    if (l == 0 || l > kHuffmanMaxBits)
+      return fail(err, Status::corrupt, "Huffman chunk: symbol %d has code length %u", s, l);
+    lengths[s] = static_cast<std::uint8_t>(l);
+    kraft += cap >> l;
+  }
+  if (kraft > cap)
+    return fail(err, Status::corrupt, "Huffman chunk: code lengths oversubscribe the code space");
+  std::uint16_t codes[256];
+  canonical_codes(lengths, codes);
+  // Entry: symbol | length << 8; length 0 marks a code that does not exist.
+  std::vector<std::uint16_t> table(cap, 0);
+  for (int s = 0; s < 256; ++s) {
+    const unsigned l = lengths[s];
+    if (!l) continue;
+    for (std::uint32_t i = codes[s]; i < cap; i += 1u << l)
+      table[i] = static_cast<std::uint16_t>(s | (l << 8));
+  }
+  const std::uint16_t* tab = table.data();
+
+  const std::size_t block = std::size_t(1) << subblock_log2;
+  const std::size_t blocks = (m + block - 1) / block;
+  std::size_t pos = table_len;
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const std::size_t mb = std::min(block, m - b * block);
+    const std::size_t quarter = (mb + kHuffmanStreams - 1) / kHuffmanStreams;
+    if (len - pos < 4 * kHuffmanStreams)
+      return fail(err, Status::corrupt, "Huffman sub-block %zu: stream lengths truncated", b);
+    BitReader r[kHuffmanStreams];
+    std::size_t first[kHuffmanStreams], count[kHuffmanStreams];
+    const std::uint8_t* lens = src + pos;
+    pos += 4 * kHuffmanStreams;
+    for (unsigned j = 0; j < kHuffmanStreams; ++j) {
+      const std::size_t slen = load_u32(lens + 4 * j);
+      if (slen > len - pos)
+        return fail(err, Status::corrupt, "Huffman sub-block %zu: stream %u of %zu bytes overruns",
+                    b, j, slen);
+      r[j].p = src + pos;
+      r[j].end = src + pos + slen;
+      pos += slen;
+      first[j] = std::min(mb, j * quarter);
+      count[j] = std::min(mb, first[j] + quarter) - first[j];
+    }
+    std::uint8_t* out = dst + b * block;
+    bool bad = false;
+    auto decode_one = [&](unsigned j, std::size_t i) {
+      const std::uint16_t e = tab[r[j].buf & (cap - 1)];
+      const unsigned l = e >> 8;
+      bad |= (l == 0);
+      out[first[j] + i] = static_cast<std::uint8_t>(e);
+      r[j].buf >>= l;
+      r[j].bits -= l;
+      r[j].consumed += l;
+    };
+    // Streams 0..2 have `quarter` symbols, the last one possibly fewer.
+    const std::size_t common = count[kHuffmanStreams - 1];
+    std::size_t i = 0;
+    for (; i + 4 <= common; i += 4) {
+      for (unsigned j = 0; j < kHuffmanStreams; ++j) {
+        r[j].refill();  // >= 56 bits: four codes of <= 11 bits
+        decode_one(j, i);
+        decode_one(j, i + 1);
+        decode_one(j, i + 2);
+        decode_one(j, i + 3);
+      }
+    }
+    for (unsigned j = 0; j < kHuffmanStreams; ++j)
+      for (std::size_t q = i; q < count[j]; ++q) {
+        if (r[j].bits < kHuffmanMaxBits) r[j].refill();
+        decode_one(j, q);
+      }
+    if (bad)
+      return fail(err, Status::corrupt, "Huffman sub-block %zu: a code that is not in the table",
+                  b);
+    for (unsigned j = 0; j < kHuffmanStreams; ++j) {
+      const std::uint64_t avail = 8 * std::uint64_t(load_u32(lens + 4 * j));
+      if (r[j].consumed > avail || (r[j].consumed + 7) / 8 != avail / 8)
+        return fail(err, Status::corrupt,
+                    "Huffman sub-block %zu: stream %u used %llu bits of %llu", b, j,
+                    static_cast<unsigned long long>(r[j].consumed),
+                    static_cast<unsigned long long>(avail));
+    }
+  }
+  if (pos != len)
+    return fail(err, Status::corrupt, "Huffman chunk: %zu bytes left over after the streams",
+                len - pos);
+  return true;
+}
+
+}  // namespace detail
+}  // namespace nnc

@@ -1,0 +1,242 @@
+// rANS chunk coder: 32 interleaved lanes, sub-blocks with their own states.
+// Bitstream and normalisation: docs/format.md ("rANS chunk").
+#include <algorithm>
+#include <cstring>
+
+#include "coders.h"
+#include "nncodecs/rans_lane.h"
+#include "rans_simd.h"
+
+namespace nnc {
+namespace detail {
+
+using rans::kLanes;
+using rans::kStateLow;
+
+void histogram(const std::uint8_t* src, std::size_t m, std::uint32_t counts[256]) {
+  // Four sub-histograms break the store-to-load dependency on repeated bytes.
+  std::uint32_t h[4][256] = {};
+  std::size_t i = 0;
+  for (; i + 4 <= m; i += 4) {
+    ++h[0][src[i]];
+    ++h[1][src[i + 1]];
+    ++h[2][src[i + 2]];
+    ++h[3][src[i + 3]];
+  }
+  for (; i < m; ++i) ++h[0][src[i]];
+  for (int s = 0; s < 256; ++s) counts[s] = h[0][s] + h[1][s] + h[2][s] + h[3][s];
+}
+
+void rans_normalize(const std::uint32_t counts[256], unsigned precision, std::uint32_t freqs[256]) {
+  // 1. f = floor(c * M / N), at least 1 for a present symbol.
+  // 2. Missing units go, one each, to the symbols with the largest remainder
+  //    c * M mod N (ties: lower symbol), among those not raised from 0.
+  // 3. Surplus units (from step 1's raises) come, one at a time, from the
+  //    symbol with the largest frequency (ties: lower symbol), never below 1.
+  const std::uint64_t total_target = std::uint64_t(1) << precision;
+  std::uint64_t n = 0;
+  for (int s = 0; s < 256; ++s) n += counts[s];
+  std::int64_t sum = 0;
+  std::uint64_t rem[256];
+  bool raised[256];
+  for (int s = 0; s < 256; ++s) {
+    freqs[s] = 0;
+    rem[s] = 0;
+    raised[s] = false;
+    if (counts[s] == 0) continue;
+    const std::uint64_t scaled = std::uint64_t(counts[s]) * total_target;
+    std::uint64_t f = scaled / n;
+    rem[s] = scaled % n;
+    if (f == 0) {
+      f = 1;
+      raised[s] = true;
+    }
+    freqs[s] = static_cast<std::uint32_t>(f);
+    sum += static_cast<std::int64_t>(f);
+  }
+  std::int64_t diff = static_cast<std::int64_t>(total_target) - sum;
+  if (diff > 0) {
+    int order[256], count = 0;
+    for (int s = 0; s < 256; ++s)
+      if (counts[s] && !raised[s]) order[count++] = s;
+    std::stable_sort(order, order + count, [&](int a, int b) { return rem[a] > rem[b]; });
+    // diff < number of floored symbols, since each floor lost less than one unit.
+    for (int i = 0; diff > 0; i = (i + 1) % count, --diff) ++freqs[order[i]];
+  }
+  while (diff < 0) {
+    int best = -1;
+    for (int s = 0; s < 256; ++s)
+      if (freqs[s] > 1 && (best < 0 || freqs[s] > freqs[best])) best = s;
+    --freqs[best];
+    ++diff;
+  }
+}
+
+namespace {
+
+void write_table(const std::uint32_t freqs[256], unsigned precision, std::vector<std::uint8_t>* out) {
+  const std::size_t start = out->size();
+  out->resize(start + 32, 0);
+  unsigned present = 0;
+  for (int s = 0; s < 256; ++s)
+    if (freqs[s]) {
+      (*out)[start + s / 8] |= std::uint8_t(1u << (s % 8));
+      ++present;
+    }
+  const std::size_t bits_at = out->size();
+  out->resize(bits_at + (present * precision + 7) / 8, 0);
+  std::size_t bit = 0;
+  for (int s = 0; s < 256; ++s) {
+    if (!freqs[s]) continue;
+    for (unsigned k = 0; k < precision; ++k, ++bit)
+      if ((freqs[s] >> k) & 1u) (*out)[bits_at + bit / 8] |= std::uint8_t(1u << (bit % 8));
+  }
+}
+
+}  // namespace
+
+void rans_encode_chunk(const std::uint8_t* src, std::size_t m, const std::uint32_t counts[256],
+                       unsigned precision, unsigned subblock_log2, std::vector<std::uint8_t>* out) {
+  std::uint32_t freqs[256], cum[257];
+  rans_normalize(counts, precision, freqs);
+  cum[0] = 0;
+  for (int s = 0; s < 256; ++s) cum[s + 1] = cum[s] + freqs[s];
+  write_table(freqs, precision, out);
+
+  const std::size_t block = std::size_t(1) << subblock_log2;
+  const std::size_t blocks = (m + block - 1) / block;
+  const std::size_t counts_at = out->size();
+  out->resize(counts_at + 4 * blocks);
+  std::vector<std::uint16_t> words;
+  words.reserve(block);
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const std::uint8_t* sym = src + b * block;
+    const std::size_t mb = std::min(block, m - b * block);
+    std::uint32_t state[kLanes];
+    for (auto& x : state) x = kStateLow;
+    words.clear();
+    // Encode backwards (steps last to first, lanes 31 to 0) so that the
+    // decoder, reading the reversed words forwards, meets them in order.
+    const std::size_t steps = (mb + kLanes - 1) / kLanes;
+    for (std::size_t t = steps; t-- > 0;) {
+      for (std::size_t lane = kLanes; lane-- > 0;) {
+        const std::size_t i = t * kLanes + lane;
+        if (i >= mb) continue;
+        const std::uint32_t s = sym[i], f = freqs[s];
+        std::uint32_t x = state[lane];
+        if (rans::encode_needs_word(x, f, precision)) {
+          words.push_back(static_cast<std::uint16_t>(x & 0xFFFFu));
+          x >>= 16;
+        }
+        state[lane] = rans::encode_step(x, f, cum[s], precision);
+      }
+    }
+    store_u32(out->data() + counts_at + 4 * b, static_cast<std::uint32_t>(words.size()));
+    for (std::uint32_t x : state) put_u32(out, x);
+    for (std::size_t w = words.size(); w-- > 0;) {
+      out->push_back(static_cast<std::uint8_t>(words[w]));
+      out->push_back(static_cast<std::uint8_t>(words[w] >> 8));
+    }
+  }
+}
+
+bool rans_decode_chunk(std::uint8_t* dst, std::size_t m, const std::uint8_t* src, std::size_t len,
+                       unsigned precision, unsigned subblock_log2, Error* err) {
+  std::uint32_t freqs[256];
+  const std::uint32_t used =
+      rans::parse_table(src, static_cast<std::uint32_t>(std::min<std::size_t>(len, 1u << 20)),
+                        precision, freqs);
+  if (used == 0)
+    return fail(err, Status::corrupt,
+                "rANS chunk: bad frequency table (truncated, a zero frequency, fewer than two "
+                "symbols, or a sum other than 2^%u)",
+                precision);
+  std::vector<std::uint32_t> table(std::size_t(1) << precision);
+  rans::build_decode_table(freqs, precision, table.data());
+
+  const std::size_t block = std::size_t(1) << subblock_log2;
+  const std::size_t blocks = (m + block - 1) / block;
+  std::size_t pos = used;
+  if (len - pos < 4 * blocks)
+    return fail(err, Status::corrupt, "rANS chunk: %zu bytes cannot hold %zu sub-block counts",
+                len - pos, blocks);
+  const std::uint8_t* counts = src + pos;
+  pos += 4 * blocks;
+  // Check every sub-block's extent before decoding any.
+  std::size_t need = pos;
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const std::size_t mb = std::min(block, m - b * block);
+    const std::uint32_t w = load_u32(counts + 4 * b);
+    if (w > mb)
+      return fail(err, Status::corrupt, "rANS sub-block %zu: %u words for %zu symbols", b, w, mb);
+    need += 4 * kLanes + 2 * std::size_t(w);
+  }
+  if (need != len)
+    return fail(err, Status::corrupt, "rANS chunk: sub-blocks need %zu bytes, payload has %zu",
+                need, len);
+
+  const std::uint32_t mask = (1u << precision) - 1u;
+  const std::uint32_t* tab = table.data();
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const std::size_t mb = std::min(block, m - b * block);
+    const std::size_t nwords = load_u32(counts + 4 * b);
+    std::uint32_t state[kLanes];
+    for (std::size_t lane = 0; lane < kLanes; ++lane) {
+      state[lane] = load_u32(src + pos + 4 * lane);
+      if (state[lane] < kStateLow || state[lane] >= rans::kStateHigh)
+        return fail(err, Status::corrupt, "rANS sub-block %zu: lane %zu state %u out of range", b,
+                    lane, state[lane]);
+    }
+    pos += 4 * kLanes;
+    const std::uint8_t* wp = src + pos;
+    std::size_t wi = 0;
+    std::uint8_t* out = dst + b * block;
+    const std::size_t full = mb / kLanes;
+    std::size_t t = 0;
+    static const bool simd = rans_avx2_available();
+    if (simd) t = rans_decode_steps_avx2(out, full, state, tab, precision, wp, nwords, &wi);
+    // Fast steps: at most 32 words per step, so no per-word bound check.
+    for (; t < full && nwords - wi >= kLanes; ++t) {
+      for (std::size_t lane = 0; lane < kLanes; ++lane) {
+        std::uint32_t x = state[lane];
+        const std::uint32_t e = tab[x & mask];
+        out[t * kLanes + lane] = static_cast<std::uint8_t>(rans::entry_symbol(e));
+        x = rans::decode_step(x, e, precision);
+        // Branch-free refill: the next word is always there to peek at here.
+        const std::uint16_t w = static_cast<std::uint16_t>(wp[2 * wi] | wp[2 * wi + 1] << 8);
+        const bool need = rans::decode_needs_word(x);
+        x = need ? rans::decode_refill(x, w) : x;
+        wi += need;
+        state[lane] = x;
+      }
+    }
+    for (; t * kLanes < mb; ++t) {
+      for (std::size_t lane = 0; lane < kLanes && t * kLanes + lane < mb; ++lane) {
+        std::uint32_t x = state[lane];
+        const std::uint32_t e = tab[x & mask];
+        out[t * kLanes + lane] = static_cast<std::uint8_t>(rans::entry_symbol(e));
+        x = rans::decode_step(x, e, precision);
+        if (rans::decode_needs_word(x)) {
+          if (wi >= nwords)
+            return fail(err, Status::corrupt, "rANS sub-block %zu: words run out at symbol %zu", b,
+                        t * kLanes + lane);
+          x = rans::decode_refill(x, static_cast<std::uint16_t>(wp[2 * wi] | wp[2 * wi + 1] << 8));
+          ++wi;
+        }
+        state[lane] = x;
+      }
+    }
+    if (wi != nwords)
+      return fail(err, Status::corrupt, "rANS sub-block %zu: %zu of %zu words used", b, wi, nwords);
+    for (std::size_t lane = 0; lane < kLanes; ++lane)
+      if (state[lane] != kStateLow)
+        return fail(err, Status::corrupt,
+                    "rANS sub-block %zu: lane %zu ends in state %u, not %u (corrupt stream)", b,
+                    lane, state[lane], kStateLow);
+    pos += 2 * nwords;
+  }
+  return true;
+}
+
+}  // namespace detail
+}  // namespace nnc

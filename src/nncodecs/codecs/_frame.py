@@ -1,0 +1,345 @@
+"""Frames of entropy-coded planes: the part every coder codec shares.
+
+The C++ core writes and reads the frames (``docs/format.md``); this module
+adds what lives in Python: zstd candidates for ``auto`` (through the
+``zstandard`` package) and their decoding, and the bounds a decoder checks
+before it allocates anything.
+"""
+
+from __future__ import annotations
+
+import math
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from typing import Any, ClassVar, Self
+
+import numpy as np
+import zstandard
+from numcodecs.abc import Codec
+from numcodecs.compat import ndarray_copy
+from zarr.abc.codec import BytesBytesCodec
+from zarr.core.array_spec import ArraySpec
+
+from nncodecs import _core
+from nncodecs.codecs._shell import ZarrShell, as_array, get_threads
+from nncodecs.errors import CorruptDataError
+
+__all__ = [
+    "CHUNK_SYMBOLS",
+    "CODERS",
+    "FrameBytesCodec",
+    "NumcodecsFrameCodec",
+    "check_frame_params",
+    "decode_frame",
+    "encode_frame",
+    "frame_info",
+    "max_ratio_bound",
+]
+
+CHUNK_SYMBOLS = 1 << 18
+CODERS = ("rans", "huffman", "auto")
+# The most one frame byte can expand to: a constant chunk (2 index bytes)
+# stands for 2^18 bytes. Bounds the allocation of a decoder told no size.
+_MAX_EXPANSION = CHUNK_SYMBOLS // 2
+
+
+def max_ratio_bound(frame_len: int) -> int:
+    """The largest decoded size a frame of ``frame_len`` bytes can honestly declare."""
+    return frame_len * _MAX_EXPANSION + CHUNK_SYMBOLS
+
+
+def check_frame_params(
+    planes: Any, precision: Any, subblock_log2: Any, zstd_level: Any = 3
+) -> tuple[int | None, int, int, int]:
+    """Validate the shared coder settings; ``ValueError`` / ``TypeError`` naming the bad one."""
+
+    def integer(name: str, value: Any, low: int, high: int) -> int:
+        if isinstance(value, bool) or not isinstance(value, int | np.integer):
+            raise TypeError(f"{name} must be an int, got {value!r}")
+        if not low <= value <= high:
+            raise ValueError(f"{name} must be between {low} and {high}, got {value}")
+        return int(value)
+
+    return (
+        None if planes is None else integer("planes", planes, 1, 255),
+        integer("precision", precision, 10, 12),
+        integer("subblock_log2", subblock_log2, 12, 16),
+        integer("zstd_level", zstd_level, 1, 22),
+    )
+
+
+def _zstd_candidates(planes: np.ndarray, k: int, level: int, threads: int) -> list[bytes]:
+    """zstd of every (plane, chunk), in index order, for ``auto`` to compare."""
+    n = planes.nbytes // k
+    pieces = [
+        planes[j * n + c : j * n + min(n, c + CHUNK_SYMBOLS)]
+        for j in range(k)
+        for c in range(0, n, CHUNK_SYMBOLS)
+    ]
+
+    def compress(piece: np.ndarray) -> bytes:
+        # One compressor per call: they are not shared between threads.
+        return zstandard.ZstdCompressor(level=level, write_content_size=True).compress(piece)
+
+    if len(pieces) > 1 and threads > 1:
+        with ThreadPoolExecutor(min(threads, len(pieces))) as pool:  # zstd releases the GIL
+            return list(pool.map(compress, pieces))
+    return [compress(p) for p in pieces]
+
+
+def encode_frame(
+    data: Any,
+    *,
+    planes: int,
+    coder: str,
+    precision: int = 11,
+    subblock_log2: int = 16,
+    checksum: bool = True,
+    zstd_level: int = 3,
+    elements: bool = False,
+    layout: str = "none",
+    threads: int | None = None,
+) -> bytes:
+    """Encode a flat uint8 array of ``planes`` planes as a frame.
+
+    With ``elements=True`` the input holds ``planes``-byte elements and the
+    split (and the reorder of a float ``layout``) runs fused; for ``auto`` the
+    planes are split first so that zstd can be tried on each chunk. The bytes
+    equal those of encoding the planes.
+    """
+    threads = threads or get_threads()
+    zstd = None
+    if coder == "auto":
+        if elements:
+            split = np.empty(data.nbytes, dtype=np.uint8)
+            _core.planes_split(split, data, planes, layout, threads=threads)
+            data, elements, layout = split, False, "none"
+        zstd = _zstd_candidates(data, planes, zstd_level, threads)
+    return _core.frame_encode(
+        data,
+        planes=planes,
+        coder=coder,
+        precision=precision,
+        subblock_log2=subblock_log2,
+        checksum=checksum,
+        layout=layout,
+        elements=elements,
+        threads=threads,
+        zstd=zstd,
+    )
+
+
+def frame_info(buf: Any, max_decoded: int | None = None) -> dict[str, Any]:
+    """Header and chunk index of a frame, checked against its length.
+
+    ``chunks`` lists ``(plane, index, mode, offset, length, symbols)``.
+    Raises :class:`nncodecs.CorruptDataError` for anything malformed.
+    """
+    src = _source(buf)
+    bound = max_ratio_bound(src.nbytes) if max_decoded is None else max_decoded
+    return _core.frame_info(src, bound)
+
+
+def _source(buf: Any) -> np.ndarray:
+    arr = as_array(buf)
+    return np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
+
+
+def decode_frame(
+    buf: Any,
+    *,
+    out: Any = None,
+    max_decoded: int | None = None,
+    elements: bool = False,
+    layout: str = "none",
+    threads: int | None = None,
+) -> np.ndarray:
+    """Decode a frame into a new uint8 array, or into ``out`` (without a copy when contiguous).
+
+    ``max_decoded`` bounds the size the frame may declare (default: the size
+    of ``out``, or the most its length can honestly stand for). With
+    ``elements=True`` the output holds elements: the merge (and the inverse
+    reorder of a float ``layout``) runs fused.
+    """
+    src = _source(buf)
+    target = None
+    limit = max_ratio_bound(src.nbytes) if max_decoded is None else max_decoded
+    if out is not None:
+        arr = as_array(out)
+        if arr.flags.c_contiguous and arr.flags.writeable:
+            target = arr.reshape(-1).view(np.uint8)
+        limit = min(limit, arr.nbytes)
+    info = _core.frame_info(src, limit)
+    zstd_decoded = _decode_zstd_chunks(src, info)
+    if target is None:
+        target = np.empty(info["decoded_len"], dtype=np.uint8)
+    elif target.nbytes != info["decoded_len"]:
+        raise CorruptDataError(
+            f"frame decodes to {info['decoded_len']} bytes, the output holds {target.nbytes}"
+        )
+    _core.frame_decode(
+        target,
+        src,
+        limit,
+        layout=layout,
+        elements=elements,
+        zstd_decoded=zstd_decoded,
+        threads=threads or get_threads(),
+    )
+    if out is not None and not np.shares_memory(target, as_array(out)):
+        ndarray_copy(target, out)  # a non-contiguous or read-only-viewed out
+    return target
+
+
+def _decode_zstd_chunks(src: np.ndarray, info: dict[str, Any]) -> np.ndarray | None:
+    chunks = [c for c in info["chunks"] if c[2] == "zstd"]
+    if not chunks:
+        return None
+    out = np.empty(sum(c[5] for c in chunks), dtype=np.uint8)
+    at = 0
+    decompressor = zstandard.ZstdDecompressor()
+    for plane, index, _, offset, length, symbols in chunks:
+        piece = src[offset : offset + length]
+        where = f"plane {plane} chunk {index}"
+        try:
+            declared = zstandard.frame_content_size(piece)
+        except zstandard.ZstdError as exc:
+            raise CorruptDataError(f"{where}: not a zstd frame ({exc})") from exc
+        if declared != symbols:
+            raise CorruptDataError(f"{where}: zstd frame declares {declared} bytes, not {symbols}")
+        try:
+            raw = decompressor.decompress(piece, max_output_size=symbols)
+        except zstandard.ZstdError as exc:
+            raise CorruptDataError(f"{where}: corrupt zstd data ({exc})") from exc
+        if len(raw) != symbols:
+            raise CorruptDataError(f"{where}: zstd gave {len(raw)} bytes, not {symbols}")
+        out[at : at + symbols] = np.frombuffer(raw, dtype=np.uint8)
+        at += symbols
+    return out
+
+
+# -- the shells every frame codec shares -------------------------------------------------
+
+
+class NumcodecsFrameCodec(Codec):
+    """numcodecs shell of a frame coder; a subclass sets ``codec_id``, ``coder``, ``_params``.
+
+    Bytes in (any buffer; its bytes are ``planes`` equal planes), a frame out.
+    ``threads`` is a run-time setting, not part of the configuration.
+    """
+
+    coder: ClassVar[str]
+    _params: ClassVar[tuple[str, ...]]
+
+    def __init__(
+        self,
+        planes: int = 1,
+        precision: int = 11,
+        subblock_log2: int = 16,
+        checksum: bool = True,
+        zstd_level: int = 3,
+        *,
+        threads: int | None = None,
+    ) -> None:
+        planes_, self.precision, self.subblock_log2, self.zstd_level = check_frame_params(
+            planes, precision, subblock_log2, zstd_level
+        )
+        if planes_ is None:
+            raise TypeError("planes must be an int")
+        self.planes = planes_
+        self.checksum = _check_bool("checksum", checksum)
+        self.threads = threads
+
+    def encode(self, buf: Any) -> bytes:
+        data = _source(buf)
+        if data.nbytes % self.planes:
+            raise ValueError(
+                f"{self.codec_id}: {data.nbytes} bytes is not {self.planes} equal planes"
+            )
+        return encode_frame(
+            data,
+            planes=self.planes,
+            coder=self.coder,
+            precision=self.precision,
+            subblock_log2=self.subblock_log2,
+            checksum=self.checksum,
+            zstd_level=self.zstd_level,
+            threads=self.threads,
+        )
+
+    def decode(self, buf: Any, out: Any = None) -> Any:
+        dec = decode_frame(buf, out=out, threads=self.threads)
+        return dec if out is None else out
+
+    def get_config(self) -> dict[str, Any]:
+        return {"id": self.codec_id, **{p: getattr(self, p) for p in self._params}}
+
+    def __repr__(self) -> str:
+        args = [f"{p}={getattr(self, p)!r}" for p in self._params]
+        if self.threads is not None:
+            args.append(f"threads={self.threads!r}")
+        return f"{type(self).__name__}({', '.join(args)})"
+
+
+def _check_bool(name: str, value: Any) -> bool:
+    if not isinstance(value, bool | np.bool_):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+class FrameBytesCodec(ZarrShell, BytesBytesCodec):  # type: ignore[misc]
+    """Zarr v3 shell of a frame coder (bytes -> bytes); subclasses are frozen dataclasses
+    with fields ``planes``, ``precision``, ``subblock_log2``, ``checksum`` (and ``zstd_level``).
+    """
+
+    coder: ClassVar[str]
+    is_fixed_size = False
+
+    def _init(self, **config: Any) -> None:
+        """Validate and set the fields a subclass has (a subset of the frame settings)."""
+        planes, precision, subblock, level = check_frame_params(
+            config.get("planes"),
+            config.get("precision", 11),
+            config.get("subblock_log2", 16),
+            config.get("zstd_level", 3),
+        )
+        values = {
+            "planes": planes,
+            "precision": precision,
+            "subblock_log2": subblock,
+            "checksum": _check_bool("checksum", config.get("checksum", True)),
+            "zstd_level": level,
+        }
+        for name in config:
+            object.__setattr__(self, name, values[name])
+
+    def evolve_from_array_spec(self, array_spec: ArraySpec) -> Self:
+        if self.planes is not None:  # type: ignore[attr-defined]
+            return self
+        return replace(self, planes=array_spec.dtype.to_native_dtype().itemsize)  # type: ignore[type-var]
+
+    def _encode_sync(self, chunk_bytes: Any, chunk_spec: ArraySpec) -> Any:
+        data = chunk_bytes.as_numpy_array()
+        planes = self.planes or 1  # type: ignore[attr-defined]
+        if data.nbytes % planes:
+            planes = 1  # bytes that another codec reshaped: one plane, still correct
+        frame = encode_frame(
+            data,
+            planes=planes,
+            coder=self.coder,
+            precision=getattr(self, "precision", 11),
+            subblock_log2=self.subblock_log2,  # type: ignore[attr-defined]
+            checksum=self.checksum,  # type: ignore[attr-defined]
+            zstd_level=getattr(self, "zstd_level", 3),
+        )
+        return chunk_spec.prototype.buffer.from_bytes(frame)
+
+    def _decode_sync(self, chunk_bytes: Any, chunk_spec: ArraySpec) -> Any:
+        native = chunk_spec.dtype.to_native_dtype()
+        # The chunk's own bytes plus room for a small header of an inner codec.
+        expected = math.prod(chunk_spec.shape) * native.itemsize + 4096
+        out = decode_frame(chunk_bytes.as_numpy_array(), max_decoded=expected)
+        return chunk_spec.prototype.buffer.from_array_like(out)
+
+    def compute_encoded_size(self, input_byte_length: int, _chunk_spec: ArraySpec) -> int:
+        raise NotImplementedError  # variable size, like any compressor

@@ -1,0 +1,76 @@
+"""``nncodecs.huffman``: canonical Huffman coding of byte planes.
+
+Code lengths limited to 11 bits (the decode table fits L1), one code per
+chunk of 2^18 symbols of a plane, four interleaved bit streams per
+sub-block; a chunk that Huffman would not shrink by 5% is stored raw, a
+one-byte chunk as a constant. Faster to decode than rANS, a little larger. The frame and
+bitstream are in ``docs/format.md``.
+
+Classes: :class:`Huffman` (Zarr v3, bytes -> bytes) and :class:`NumcodecsHuffman`,
+configuration ``{"planes", "subblock_log2", "checksum"}``.
+
+Examples
+--------
+>>> import numpy as np
+>>> codec = NumcodecsHuffman(planes=1)
+>>> data = np.repeat(np.arange(8, dtype=np.uint8), 5000)
+>>> frame = codec.encode(data)
+>>> len(frame) < data.nbytes // 2, bytes(codec.decode(frame)) == data.tobytes()
+(True, True)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from nncodecs.codecs._frame import FrameBytesCodec, NumcodecsFrameCodec
+
+__all__ = ["Huffman", "NumcodecsHuffman"]
+
+CODEC_ID = "nncodecs.huffman"
+
+
+class NumcodecsHuffman(NumcodecsFrameCodec):
+    """numcodecs codec ``nncodecs.huffman``.
+
+    Parameters
+    ----------
+    planes : int
+        The input is this many equal planes, each coded with its own tables.
+    subblock_log2 : int
+        Symbols per sub-block (its own four streams), 2^12 to 2^16.
+    checksum : bool
+        Store a CRC32C of the input and check it on decode.
+    threads : int, optional
+        Threads for chunks (default: every core). Not part of the configuration.
+    """
+
+    codec_id = CODEC_ID
+    coder = "huffman"
+    _params = ("planes", "subblock_log2", "checksum")
+
+    def __init__(
+        self,
+        planes: int = 1,
+        subblock_log2: int = 16,
+        checksum: bool = True,
+        *,
+        threads: int | None = None,
+    ) -> None:
+        super().__init__(planes, 11, subblock_log2, checksum, threads=threads)
+
+
+@dataclass(frozen=True)
+class Huffman(FrameBytesCodec):
+    """Zarr v3 codec ``nncodecs.huffman`` (bytes -> bytes); ``planes``: the element size."""
+
+    codec_id = CODEC_ID
+    coder = "huffman"
+    planes: int | None
+    subblock_log2: int
+    checksum: bool
+
+    def __init__(
+        self, *, planes: int | None = None, subblock_log2: int = 16, checksum: bool = True
+    ) -> None:
+        self._init(planes=planes, subblock_log2=subblock_log2, checksum=checksum)

@@ -1,0 +1,244 @@
+"""``nncodecs.weights``: the fused serializer for weights. Reach for this one first.
+
+Bit reorder, byte-plane split and entropy coding in one call, chunk by
+chunk; decoding runs the plane merge and inverse reorder fused into the
+decoder, so full-size planes never exist. Its bytes equal those of the
+chain ``bitreorder -> planes -> rans | huffman | auto`` (with ``planes`` set
+to the element size): a test checks this for every dtype.
+
+Classes: :class:`Weights` (Zarr v3, array -> bytes) and
+:class:`NumcodecsWeights`, configuration ``{"coder", "dtype", "precision",
+"subblock_log2", "checksum", "zstd_level"}``; ``coder`` is ``"auto"``
+(default), ``"rans"`` or ``"huffman"``.
+
+Examples
+--------
+>>> import ml_dtypes, numpy as np, zarr
+>>> from nncodecs import Weights
+>>> w = (np.random.default_rng(0).standard_normal((512, 256)) * 0.02).astype(ml_dtypes.bfloat16)
+>>> z = zarr.create_array({}, shape=w.shape, chunks=(256, 256), dtype=w.dtype,
+...                       serializer=Weights(), compressors=None)
+>>> z[:] = w
+>>> bool((z[:].view(np.uint16) == w.view(np.uint16)).all()), z.nbytes_stored() < 0.7 * w.nbytes
+(True, True)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any, Self
+
+import numpy as np
+from numcodecs.abc import Codec
+from numcodecs.compat import ndarray_copy
+from zarr.abc.codec import ArrayBytesCodec
+from zarr.core.array_spec import ArraySpec
+
+from nncodecs.codecs._frame import (
+    CODERS,
+    _check_bool,
+    check_frame_params,
+    decode_frame,
+    encode_frame,
+)
+from nncodecs.codecs._shell import ZarrShell, as_array, as_byte_view, little_endian, typed_input
+from nncodecs.dtypes import dtype_name, float_layout, native_dtype, normalize_dtype
+
+__all__ = ["NumcodecsWeights", "Weights", "decode_weights", "encode_weights"]
+
+CODEC_ID = "nncodecs.weights"
+
+
+def _check_coder(coder: Any) -> str:
+    if coder not in CODERS:
+        raise ValueError(f"coder must be one of {', '.join(CODERS)}, got {coder!r}")
+    return str(coder)
+
+
+def encode_weights(arr: Any, settings: dict[str, Any], threads: int | None = None) -> bytes:
+    """Frame of an array's elements (C order): reorder + split + coder, fused."""
+    arr = little_endian(arr)
+    return encode_frame(
+        as_byte_view(arr),
+        planes=arr.dtype.itemsize,
+        coder=settings["coder"],
+        precision=settings["precision"],
+        subblock_log2=settings["subblock_log2"],
+        checksum=settings["checksum"],
+        zstd_level=settings["zstd_level"],
+        elements=True,
+        layout=float_layout(arr.dtype),
+        threads=threads,
+    )
+
+
+def decode_weights(
+    buf: Any, dtype: Any, count: int, out: Any = None, threads: int | None = None
+) -> Any:
+    """Elements of ``dtype`` (a flat array, or ``out``) from a frame of ``count`` elements."""
+    target = normalize_dtype(dtype)
+    nbytes = count * target.itemsize
+    native = native_dtype(target)
+    dest = out
+    if out is None or native != target:
+        dest = np.empty(count, dtype=native)
+    decode_frame(
+        buf,
+        out=dest,
+        max_decoded=nbytes,
+        elements=True,
+        layout=float_layout(target),
+        threads=threads,
+    )
+    if native != target:
+        dest = dest.astype(target)
+        return dest if out is None else ndarray_copy(dest, out)
+    return dest
+
+
+class NumcodecsWeights(Codec):
+    """numcodecs codec ``nncodecs.weights``.
+
+    Parameters
+    ----------
+    coder : {"auto", "rans", "huffman"}
+        The entropy coder of the planes.
+    dtype : str or dtype, optional
+        Element type; taken from the array when encoding, needed for decoding
+        (or an ``out`` array to take it from).
+    precision, subblock_log2, checksum, zstd_level
+        As for :class:`nncodecs.codecs.auto.NumcodecsAuto`.
+    threads : int, optional
+        Threads for chunks (default: every core). Not part of the configuration.
+    """
+
+    codec_id = CODEC_ID
+    _params = ("coder", "dtype", "precision", "subblock_log2", "checksum", "zstd_level")
+
+    def __init__(
+        self,
+        coder: str = "auto",
+        dtype: Any = None,
+        precision: int = 11,
+        subblock_log2: int = 16,
+        checksum: bool = True,
+        zstd_level: int = 3,
+        *,
+        threads: int | None = None,
+    ) -> None:
+        self.coder = _check_coder(coder)
+        self.dtype = None if dtype is None else dtype_name(dtype)
+        _, self.precision, self.subblock_log2, self.zstd_level = check_frame_params(
+            None, precision, subblock_log2, zstd_level
+        )
+        self.checksum = _check_bool("checksum", checksum)
+        self.threads = threads
+
+    def _settings(self) -> dict[str, Any]:
+        return {p: getattr(self, p) for p in self._params}
+
+    def encode(self, buf: Any) -> bytes:
+        arr = typed_input(buf, self.dtype, CODEC_ID)
+        return encode_weights(arr, self._settings(), self.threads)
+
+    def decode(self, buf: Any, out: Any = None) -> Any:
+        dtype = self.dtype
+        if dtype is None:
+            if out is None:
+                raise ValueError(f"{CODEC_ID}: decoding needs dtype= in the codec or an out= array")
+            dtype = dtype_name(as_array(out).dtype)
+        itemsize = normalize_dtype(dtype).itemsize
+        if out is not None:
+            count, rem = divmod(as_array(out).nbytes, itemsize)
+            if rem:
+                raise ValueError(
+                    f"{CODEC_ID}: out holds {as_array(out).nbytes} bytes, not whole {dtype}"
+                )
+            decode_weights(buf, dtype, count, out=out, threads=self.threads)
+            return out
+        from nncodecs.codecs._frame import frame_info
+
+        count = frame_info(buf)["decoded_len"] // itemsize
+        return decode_weights(buf, dtype, count, threads=self.threads)
+
+    def get_config(self) -> dict[str, Any]:
+        return {"id": self.codec_id, **self._settings()}
+
+    def __repr__(self) -> str:
+        args = [f"{p}={getattr(self, p)!r}" for p in self._params]
+        if self.threads is not None:
+            args.append(f"threads={self.threads!r}")
+        return f"{type(self).__name__}({', '.join(args)})"
+
+
+@dataclass(frozen=True)
+class Weights(ZarrShell, ArrayBytesCodec):  # type: ignore[misc]
+    """Zarr v3 codec ``nncodecs.weights`` (array -> bytes serializer).
+
+    Use it in place of ``bytes`` (and of any compressor): ``serializer=Weights()``.
+    """
+
+    codec_id = CODEC_ID
+    is_fixed_size = False
+    coder: str
+    dtype: str | None
+    precision: int
+    subblock_log2: int
+    checksum: bool
+    zstd_level: int
+
+    def __init__(
+        self,
+        *,
+        coder: str = "auto",
+        dtype: Any = None,
+        precision: int = 11,
+        subblock_log2: int = 16,
+        checksum: bool = True,
+        zstd_level: int = 3,
+    ) -> None:
+        _, precision_, subblock_, level = check_frame_params(
+            None, precision, subblock_log2, zstd_level
+        )
+        object.__setattr__(self, "coder", _check_coder(coder))
+        object.__setattr__(self, "dtype", None if dtype is None else dtype_name(dtype))
+        object.__setattr__(self, "precision", precision_)
+        object.__setattr__(self, "subblock_log2", subblock_)
+        object.__setattr__(self, "checksum", _check_bool("checksum", checksum))
+        object.__setattr__(self, "zstd_level", level)
+
+    def _array_dtype(self, zdtype: Any) -> str:
+        name = dtype_name(zdtype.to_native_dtype())
+        if self.dtype is not None and self.dtype != name:
+            raise ValueError(f"{CODEC_ID}: configured for {self.dtype}, the array holds {name}")
+        return name
+
+    def evolve_from_array_spec(self, array_spec: ArraySpec) -> Self:
+        name = self._array_dtype(array_spec.dtype)
+        return self if self.dtype == name else replace(self, dtype=name)
+
+    def validate(self, *, shape: Any, dtype: Any, chunk_grid: Any) -> None:
+        self._array_dtype(dtype)
+
+    def _settings(self) -> dict[str, Any]:
+        return {
+            "coder": self.coder,
+            "precision": self.precision,
+            "subblock_log2": self.subblock_log2,
+            "checksum": self.checksum,
+            "zstd_level": self.zstd_level,
+        }
+
+    def _encode_sync(self, chunk_array: Any, chunk_spec: ArraySpec) -> Any:
+        frame = encode_weights(chunk_array.as_ndarray_like(), self._settings())
+        return chunk_spec.prototype.buffer.from_bytes(frame)
+
+    def _decode_sync(self, chunk_bytes: Any, chunk_spec: ArraySpec) -> Any:
+        native = chunk_spec.dtype.to_native_dtype()
+        count = math.prod(chunk_spec.shape)
+        arr = decode_weights(chunk_bytes.as_numpy_array(), native, count)
+        return chunk_spec.prototype.nd_buffer.from_ndarray_like(arr.reshape(chunk_spec.shape))
+
+    def compute_encoded_size(self, input_byte_length: int, _chunk_spec: ArraySpec) -> int:
+        raise NotImplementedError  # variable size
