@@ -201,6 +201,14 @@ def save_fixtures(codec: Any, directory: Path, arrays: list[tuple[str, np.ndarra
     return written
 
 
+def _holds_zstd(enc: bytes) -> bool:
+    if not enc.startswith(b"NNCF"):
+        return False
+    from nncodecs.codecs._frame import frame_info
+
+    return any(chunk[2] == "zstd" for chunk in frame_info(enc)["chunks"])
+
+
 def check_backwards_compatibility(directory: Path) -> int:
     """Every committed fixture decodes to its array, and encodes to the same bytes."""
     count = 0
@@ -213,7 +221,8 @@ def check_backwards_compatibility(directory: Path) -> int:
         enc = meta_path.with_suffix(".enc").read_bytes()
         dec = codec.decode(enc)
         assert same_bits(np.asarray(dec).view(dt).reshape(arr.shape), arr), meta_path.name
-        again = np.ascontiguousarray(codec.encode(arr)).view(np.uint8).tobytes()
-        assert again == enc, f"{meta_path.name}: encoding changed: the format must not change"
+        if not _holds_zstd(enc):  # zstd's own output may differ between zstd releases
+            again = np.ascontiguousarray(codec.encode(arr)).view(np.uint8).tobytes()
+            assert again == enc, f"{meta_path.name}: encoding changed: the format must not change"
         count += 1
     return count

@@ -14,7 +14,14 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from harness import FIXTURES, fixture_cases, save_fixtures
 
-from nncodecs import NumcodecsBitReorder, NumcodecsPlanes
+from nncodecs import (
+    NumcodecsAuto,
+    NumcodecsBitReorder,
+    NumcodecsHuffman,
+    NumcodecsPlanes,
+    NumcodecsRans,
+    NumcodecsWeights,
+)
 
 
 def main() -> None:
@@ -23,8 +30,20 @@ def main() -> None:
         total += save_fixtures(
             NumcodecsBitReorder(dtype=arr.dtype), FIXTURES / "bitreorder", [(name, arr)]
         )
+        size = arr.dtype.itemsize
         total += save_fixtures(
-            NumcodecsPlanes(elementsize=arr.dtype.itemsize), FIXTURES / "planes", [(name, arr)]
+            NumcodecsPlanes(elementsize=size), FIXTURES / "planes", [(name, arr)]
+        )
+        # The coders see the planes of the reordered array, as in the weights chain.
+        planes = NumcodecsPlanes(size).encode(NumcodecsBitReorder(arr.dtype).encode(arr))
+        for codec_dir, codec in (
+            ("rans", NumcodecsRans(planes=size)),
+            ("huffman", NumcodecsHuffman(planes=size)),
+            ("auto", NumcodecsAuto(planes=size)),
+        ):
+            total += save_fixtures(codec, FIXTURES / codec_dir, [(name, planes)])
+        total += save_fixtures(
+            NumcodecsWeights(dtype=arr.dtype), FIXTURES / "weights", [(name, arr)]
         )
     total += save_zarr_fixtures()
     print(f"wrote {total} new fixtures under {FIXTURES}")

@@ -18,8 +18,11 @@ namespace {
 using detail::fail;
 
 constexpr std::uint8_t kMagic[4] = {'N', 'N', 'C', 'F'};
-constexpr std::size_t kFixedHeader = 10;  // magic, version, coder, flags, planes, precision, sub-block
-constexpr std::uint8_t kFlagChecksum = 1;
+// magic (4), version (1), settings (1), planes (1). The settings byte packs
+// coder (bits 0-1), checksum flag (bit 2), precision - 10 (bits 3-4) and
+// sub-block log2 - 12 (bits 5-7): small tensors pay for every header byte.
+constexpr std::size_t kFixedHeader = 7;
+constexpr std::uint8_t kFlagChecksum = 1u << 2;
 
 void put_varint(std::uint8_t*& p, std::uint64_t v) {
   while (v >= 0x80) {
@@ -205,11 +208,11 @@ Status frame_encode(void* dst, std::size_t dst_cap, std::size_t* written, const 
   auto* p = static_cast<std::uint8_t*>(dst);
   std::memcpy(p, kMagic, 4);
   p[4] = kFrameVersion;
-  p[5] = static_cast<std::uint8_t>(params.coder);
-  p[6] = params.checksum ? kFlagChecksum : 0;
-  p[7] = static_cast<std::uint8_t>(k);
-  p[8] = static_cast<std::uint8_t>(params.precision);
-  p[9] = static_cast<std::uint8_t>(params.subblock_log2);
+  p[5] = static_cast<std::uint8_t>(static_cast<unsigned>(params.coder) |
+                                   (params.checksum ? kFlagChecksum : 0u) |
+                                   (params.precision - rans::kMinPrecision) << 3 |
+                                   (params.subblock_log2 - rans::kMinSubblockLog2) << 5);
+  p[6] = static_cast<std::uint8_t>(k);
   p += kFixedHeader;
   put_varint(p, src_len);
   if (params.checksum) {
@@ -246,21 +249,18 @@ Status frame_info(const void* src, std::size_t src_len, std::uint64_t max_decode
     return fail(err, Status::corrupt, "frame version %u, this build reads version %u", p[4],
                 kFrameVersion),
            err->status;
-  info->coder = static_cast<Coder>(p[5]);
-  if (p[5] < 1 || p[5] > 3)
-    return fail(err, Status::corrupt, "unknown coder %u in the frame header", p[5]), err->status;
-  if (p[6] & ~kFlagChecksum)
-    return fail(err, Status::corrupt, "unknown flags 0x%02x in the frame header", p[6]),
-           err->status;
-  info->has_checksum = p[6] & kFlagChecksum;
-  info->planes = p[7];
-  info->precision = p[8];
-  info->subblock_log2 = p[9];
-  if (info->planes == 0 || info->precision < rans::kMinPrecision ||
-      info->precision > rans::kMaxPrecision || info->subblock_log2 < rans::kMinSubblockLog2 ||
-      info->subblock_log2 > rans::kMaxSubblockLog2)
-    return fail(err, Status::corrupt, "bad header: planes %u, precision %u, sub-block 2^%u",
-                info->planes, info->precision, info->subblock_log2),
+  const unsigned settings = p[5];
+  info->coder = static_cast<Coder>(settings & 3u);
+  info->has_checksum = settings & kFlagChecksum;
+  info->precision = rans::kMinPrecision + ((settings >> 3) & 3u);
+  info->subblock_log2 = rans::kMinSubblockLog2 + (settings >> 5);
+  info->planes = p[6];
+  if ((settings & 3u) == 0 || info->precision > rans::kMaxPrecision ||
+      info->subblock_log2 > rans::kMaxSubblockLog2 || info->planes == 0)
+    return fail(err, Status::corrupt,
+                "bad frame header: settings byte 0x%02x (coder %u, precision %u, sub-block 2^%u), "
+                "planes %u",
+                settings, settings & 3u, info->precision, info->subblock_log2, info->planes),
            err->status;
   std::size_t pos = kFixedHeader;
   if (!get_varint(p, src_len, &pos, &info->decoded_len))

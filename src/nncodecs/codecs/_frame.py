@@ -68,6 +68,19 @@ def check_frame_params(
     )
 
 
+def _zstd_params(level: int, size: int) -> Any:
+    """zstd frames as nncodecs stores them: no magic, size, checksum or dictionary id
+    (the frame's chunk index and CRC32C already say all that)."""
+    return zstandard.ZstdCompressionParameters.from_level(
+        level,
+        source_size=size,
+        format=zstandard.FORMAT_ZSTD1_MAGICLESS,
+        write_content_size=False,
+        write_checksum=False,
+        write_dict_id=False,
+    )
+
+
 def _zstd_candidates(planes: np.ndarray, k: int, level: int, threads: int) -> list[bytes]:
     """zstd of every (plane, chunk), in index order, for ``auto`` to compare."""
     n = planes.nbytes // k
@@ -79,7 +92,9 @@ def _zstd_candidates(planes: np.ndarray, k: int, level: int, threads: int) -> li
 
     def compress(piece: np.ndarray) -> bytes:
         # One compressor per call: they are not shared between threads.
-        return zstandard.ZstdCompressor(level=level, write_content_size=True).compress(piece)
+        return zstandard.ZstdCompressor(
+            compression_params=_zstd_params(level, piece.nbytes)
+        ).compress(piece)
 
     if len(pieces) > 1 and threads > 1:
         with ThreadPoolExecutor(min(threads, len(pieces))) as pool:  # zstd releases the GIL
@@ -187,8 +202,17 @@ def decode_frame(
         threads=threads or get_threads(),
     )
     if out is not None and not np.shares_memory(target, as_array(out)):
-        ndarray_copy(target, out)  # a non-contiguous or read-only-viewed out
+        _copy_out(target, as_array(out))
     return target
+
+
+def _copy_out(decoded: np.ndarray, out: np.ndarray) -> None:
+    """Copy decoded bytes (C order) into an ``out`` that could not be decoded into directly."""
+    if out.ndim > 1 and out.dtype.itemsize and decoded.nbytes == out.nbytes:
+        # An F-ordered or strided array: element by element, in logical order.
+        np.copyto(out, decoded.view(out.dtype).reshape(out.shape))
+    else:
+        ndarray_copy(decoded, out)
 
 
 def _decode_zstd_chunks(src: np.ndarray, info: dict[str, Any]) -> np.ndarray | None:
@@ -197,16 +221,10 @@ def _decode_zstd_chunks(src: np.ndarray, info: dict[str, Any]) -> np.ndarray | N
         return None
     out = np.empty(sum(c[5] for c in chunks), dtype=np.uint8)
     at = 0
-    decompressor = zstandard.ZstdDecompressor()
+    decompressor = zstandard.ZstdDecompressor(format=zstandard.FORMAT_ZSTD1_MAGICLESS)
     for plane, index, _, offset, length, symbols in chunks:
         piece = src[offset : offset + length]
         where = f"plane {plane} chunk {index}"
-        try:
-            declared = zstandard.frame_content_size(piece)
-        except zstandard.ZstdError as exc:
-            raise CorruptDataError(f"{where}: not a zstd frame ({exc})") from exc
-        if declared != symbols:
-            raise CorruptDataError(f"{where}: zstd frame declares {declared} bytes, not {symbols}")
         try:
             raw = decompressor.decompress(piece, max_output_size=symbols)
         except zstandard.ZstdError as exc:

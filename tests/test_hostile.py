@@ -1,0 +1,193 @@
+"""Hostile input: every malformed frame is a CorruptDataError, never a crash or wrong data.
+
+The same decoders also run under AddressSanitizer and UBSan (tests/test_sanitizers.py)
+and under a fuzzer (fuzz/), which prove the absence of out-of-bounds access.
+"""
+
+from __future__ import annotations
+
+import gzip
+import struct
+
+import numpy as np
+import pytest
+import zarr
+import zstandard
+from harness import weights_like
+from zarr.storage import MemoryStore
+
+from nncodecs import (
+    CorruptDataError,
+    NumcodecsAuto,
+    NumcodecsHuffman,
+    NumcodecsRans,
+    NumcodecsWeights,
+    Weights,
+)
+from nncodecs.codecs._frame import decode_frame, frame_info
+
+
+def skewed(n: int, seed: int) -> np.ndarray:
+    return np.minimum(np.random.default_rng(seed).geometric(0.3, n), 255).astype(np.uint8)
+
+
+def sample_frames() -> dict[str, tuple[object, bytes, bytes]]:
+    """(codec, original bytes, frame) with every chunk mode between them."""
+    text = np.frombuffer((b"lorem ipsum dolor sit amet " * 3000)[:70000], np.uint8)
+    planes = np.concatenate(
+        [
+            skewed(300_000, 1),
+            np.full(300_000, 9, np.uint8),
+            np.random.default_rng(2).integers(0, 256, 300_000, dtype=np.uint8),
+        ]
+    )
+    cases = {
+        "rans": (NumcodecsRans(planes=3), planes),
+        "huffman": (NumcodecsHuffman(planes=3), planes),
+        "auto": (NumcodecsAuto(planes=2), np.concatenate([skewed(70000, 3), text])),
+        "small": (NumcodecsRans(), skewed(5000, 4)),
+    }
+    out = {}
+    for name, (codec, data) in cases.items():
+        out[name] = (codec, data.tobytes(), codec.encode(data))
+    w = weights_like("bfloat16", 70000)
+    out["weights"] = (
+        NumcodecsWeights(dtype="bfloat16"),
+        w.tobytes(),
+        NumcodecsWeights(dtype="bfloat16").encode(w),
+    )
+    return out
+
+
+FRAMES = sample_frames()
+
+
+def test_sample_frames_cover_every_mode() -> None:
+    seen = set()
+    for _, _, frame in FRAMES.values():
+        seen |= {c[2] for c in frame_info(frame)["chunks"]}
+    assert seen == {"raw", "constant", "rans", "huffman", "zstd"}
+
+
+def decode_checked(codec: object, frame: bytes, original: bytes) -> None:
+    """Either a CorruptDataError, or (a change that does not matter) the original bytes."""
+    try:
+        got = codec.decode(frame)  # type: ignore[attr-defined]
+    except CorruptDataError:
+        return
+    assert np.asarray(got).tobytes() == original
+
+
+@pytest.mark.parametrize("name", FRAMES)
+def test_every_truncation_is_detected(name: str) -> None:
+    codec, _original, frame = FRAMES[name]
+    cuts = list(range(0, min(len(frame), 400))) + list(
+        range(400, len(frame), max(1, len(frame) // 300))
+    )
+    for cut in cuts:
+        with pytest.raises(CorruptDataError):
+            codec.decode(frame[:cut])  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("name", FRAMES)
+def test_flipped_bytes_are_detected(name: str) -> None:
+    codec, original, frame = FRAMES[name]
+    rng = np.random.default_rng(len(frame))
+    positions = list(range(min(len(frame), 200))) + list(rng.integers(0, len(frame), 400))
+    for pos in positions:
+        for mask in (0x01, 0x80, 0xFF):
+            bad = bytearray(frame)
+            bad[pos] ^= mask
+            decode_checked(codec, bytes(bad), original)
+
+
+def test_trailing_bytes_and_lengths_past_the_end() -> None:
+    codec, _, frame = FRAMES["rans"]
+    with pytest.raises(CorruptDataError, match="after its last chunk"):
+        codec.decode(frame + b"\0")
+    info = frame_info(frame)
+    chunk = next(c for c in info["chunks"] if c[2] == "rans")
+    # Rewrite that chunk's payload length (a varint in the index) to something huge.
+    bad = bytearray(frame)
+    index_at = frame.index(bytes([2]) + _varint(chunk[4]), 8)
+    bad[index_at + 1 : index_at + 1 + len(_varint(chunk[4]))] = _varint(chunk[4] + 10**9)[
+        : len(_varint(chunk[4]))
+    ]
+    with pytest.raises(CorruptDataError):
+        codec.decode(bytes(bad))
+
+
+def _varint(v: int) -> bytes:
+    out = bytearray()
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
+def test_declared_size_larger_than_expected() -> None:
+    codec, original, frame = FRAMES["small"]
+    with pytest.raises(CorruptDataError, match="expected at most"):
+        decode_frame(frame, max_decoded=len(original) - 1)
+    with pytest.raises(CorruptDataError, match="expected at most"):
+        codec.decode(frame, out=bytearray(len(original) - 1))
+    # A tiny frame claiming an enormous size is refused before any allocation.
+    header = bytearray(frame[:7]) + _varint(1 << 60)
+    with pytest.raises(CorruptDataError, match="expected at most"):
+        codec.decode(bytes(header) + b"\0" * 8)
+
+
+@pytest.mark.parametrize(
+    "junk",
+    [
+        b"",
+        b"NNCF",
+        b"NNCF\x01",
+        b"\x00" * 64,
+        zstandard.ZstdCompressor().compress(b"hello world" * 10),
+        gzip.compress(b"hello world" * 10),
+        struct.pack("<Q", 12) + b'{"a": "b"}  ',
+        np.random.default_rng(5).integers(0, 256, 4096, dtype=np.uint8).tobytes(),
+        b"NNCF\x02\x01\x01\x00",  # a future version
+        b"NNCF\x01\x00\x01\x00",  # coder 0
+    ],
+    ids=[
+        "empty",
+        "magic",
+        "magic+version",
+        "zeros",
+        "zstd",
+        "gzip",
+        "safetensors",
+        "random",
+        "v2",
+        "coder0",
+    ],
+)
+def test_frames_of_something_else(junk: bytes) -> None:
+    for codec in (
+        NumcodecsRans(),
+        NumcodecsHuffman(),
+        NumcodecsAuto(),
+        NumcodecsWeights(dtype="float32"),
+    ):
+        with pytest.raises(CorruptDataError):
+            codec.decode(junk)
+
+
+def test_corrupt_chunk_in_a_zarr_array_raises() -> None:
+    store = MemoryStore()
+    w = weights_like("bfloat16", 64 * 64).reshape(64, 64)
+    z = zarr.create_array(
+        store, shape=w.shape, chunks=(32, 64), dtype=w.dtype, serializer=Weights(), compressors=None
+    )
+    z[:] = w
+    key = "c/0/0"
+    raw = bytearray(store._store_dict[key].to_bytes())
+    raw[len(raw) // 2] ^= 0x40
+    store._store_dict[key] = store._store_dict[key].from_bytes(bytes(raw))
+    with pytest.raises(CorruptDataError):
+        _ = zarr.open_array(store, mode="r")[:]
+    # The other chunk still reads.
+    assert zarr.open_array(store, mode="r")[32:].tobytes() == w[32:].tobytes()
