@@ -8,6 +8,7 @@
 
 #include <vector>
 
+#include "../src/coders.h"
 #include "nncodecs/entropy.h"
 #include "nncodecs/threadpool.h"
 #include "nncodecs/transform.h"
@@ -140,7 +141,8 @@ const char* mode_name(nnc::ChunkMode m) {
 
 py::bytes frame_encode(py::handle src, unsigned planes, const std::string& coder,
                        unsigned precision, unsigned subblock_log2, bool checksum,
-                       const std::string& layout, bool elements, int threads, py::object zstd) {
+                       const std::string& layout, bool elements, int threads, py::object zstd,
+                       unsigned min_gain_permille) {
   nnc::EncodeParams params;
   params.coder = parse_coder(coder);
   params.planes = planes;
@@ -150,6 +152,7 @@ py::bytes frame_encode(py::handle src, unsigned planes, const std::string& coder
   params.layout = parse_layout(layout, "frame_encode");
   params.elements = elements;
   params.threads = threads;
+  params.min_gain_permille = min_gain_permille;
   Buffer in(src, false, "frame_encode", "src");
   // zstd candidates: a list with one bytes object (or None) per (plane, chunk).
   std::vector<const std::uint8_t*> zdata;
@@ -222,6 +225,19 @@ py::dict frame_info(py::handle src, std::uint64_t max_decoded) {
                                  r.symbols));
   d["chunks"] = chunks;
   return d;
+}
+
+// The little a decoder needs before it allocates: (decoded length, planes,
+// number of zstd chunks), with the same checks as frame_info.
+py::tuple frame_summary(py::handle src, std::uint64_t max_decoded) {
+  Buffer in(src, false, "frame_summary", "src");
+  nnc::FrameInfo info;
+  nnc::Error err;
+  if (nnc::frame_info(in.data(), in.size(), max_decoded, &info, &err) != nnc::Status::ok)
+    raise_error(err, "frame_summary");
+  std::size_t zstd = 0;
+  for (const nnc::ChunkRef& r : info.chunks) zstd += r.mode == nnc::ChunkMode::zstd;
+  return py::make_tuple(info.decoded_len, info.planes, zstd);
 }
 
 void frame_decode(py::handle dst, py::handle src, std::uint64_t max_decoded,
@@ -305,14 +321,36 @@ PYBIND11_MODULE(_core, m) {
   m.def("frame_encode", &frame_encode, py::arg("src"), py::arg("planes") = 1,
         py::arg("coder") = "rans", py::arg("precision") = 11, py::arg("subblock_log2") = 16,
         py::arg("checksum") = true, py::arg("layout") = "none", py::arg("elements") = false,
-        py::arg("threads") = 0, py::arg("zstd") = py::none(),
+        py::arg("threads") = 0, py::arg("zstd") = py::none(), py::arg("min_gain_permille") = 0,
         "Encode planes (or elements, with the split fused in) into a frame.");
   m.def("frame_info", &frame_info, py::arg("src"), py::arg("max_decoded"),
         "Parse and check a frame's header and chunk index.");
+  m.def("frame_summary", &frame_summary, py::arg("src"), py::arg("max_decoded"),
+        "(decoded length, planes, zstd chunks) of a checked frame.");
   m.def("frame_decode", &frame_decode, py::arg("dst"), py::arg("src"), py::arg("max_decoded"),
         py::arg("layout") = "none", py::arg("elements") = false,
         py::arg("zstd_decoded") = py::none(), py::arg("threads") = 0,
         "Decode a frame into dst (planes, or elements with the merge fused in).");
+  m.def(
+      "_set_rans_variant",
+      [](const std::string& name) {
+        const int v = name == "auto" ? 0 : name == "scalar" ? 1 : name == "avx2" ? 2
+                      : name == "avx512" ? 3 : -1;
+        if (!nnc::detail::set_rans_variant(v))
+          throw py::value_error("rANS variant '" + name + "' is unknown or not available here");
+      },
+      py::arg("name"), "Testing: force the rANS decoder's SIMD variant (auto, scalar, avx2, avx512).");
+  m.def(
+      "rans_variants",
+      [] {
+        py::list out;
+        out.append("scalar");
+        for (const char* name : {"avx2", "avx512"})
+          if (nnc::detail::set_rans_variant(std::string(name) == "avx2" ? 2 : 3)) out.append(name);
+        nnc::detail::set_rans_variant(0);
+        return out;
+      },
+      "rANS decoder variants this CPU runs.");
   m.def(
       "crc32c",
       [](py::handle data, std::uint32_t crc) {

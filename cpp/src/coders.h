@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "nncodecs/entropy.h"
+#include "rans_simd.h"
 
 namespace nnc {
 namespace detail {
@@ -30,6 +31,29 @@ void rans_encode_chunk(const std::uint8_t* src, std::size_t m, const std::uint32
                        unsigned precision, unsigned subblock_log2, std::vector<std::uint8_t>* out);
 bool rans_decode_chunk(std::uint8_t* dst, std::size_t m, const std::uint8_t* src, std::size_t len,
                        unsigned precision, unsigned subblock_log2, Error* err);
+
+// A rANS chunk decoded in parts: prepare() checks the table and every
+// sub-block's extent and states; decode() then runs any range of sub-blocks
+// (independent streams: different threads may take different ranges).
+class RansChunkDecoder {
+ public:
+  bool prepare(std::uint8_t* dst, std::size_t m, const std::uint8_t* src, std::size_t len,
+               unsigned precision, unsigned subblock_log2, Error* err);
+  std::size_t subblocks() const { return lanes_.size(); }
+  bool decode(std::size_t first, std::size_t last, Error* err);
+
+ private:
+  std::vector<std::uint32_t> table_;
+  std::vector<RansLanes> lanes_;
+  std::size_t m_ = 0, block_ = 0;
+  unsigned precision_ = 0;
+};
+
+// SIMD inner loop in use (nullptr: scalar). set_rans_variant forces one for
+// tests: 0 widest available, 1 scalar, 2 AVX2, 3 AVX-512; false if unavailable.
+using RansSimdKernel = void (*)(RansLanes*, std::size_t, const std::uint32_t*, unsigned);
+RansSimdKernel rans_simd_kernel();
+bool set_rans_variant(int variant);
 // Frequencies summing to 2^precision, each >= 1 where counts > 0 (>= 2 symbols present).
 void rans_normalize(const std::uint32_t counts[256], unsigned precision, std::uint32_t freqs[256]);
 

@@ -100,12 +100,15 @@ void choose(const std::uint8_t* p, std::size_t m, const EncodeParams& params,
   if (try_huff) detail::huffman_encode_chunk(p, m, counts, params.subblock_log2, &huff);
 
   ChunkMode mode = ChunkMode::raw;
-  std::size_t best = m;
   if (params.coder == Coder::automatic) {
     // The smallest; on a tie the faster to decode (raw, Huffman, rANS, zstd).
-    if (huff.size() < best) mode = ChunkMode::huffman, best = huff.size();
-    if (rans.size() < best) mode = ChunkMode::rans, best = rans.size();
-    if (zstd != nullptr && zstd_len < best) mode = ChunkMode::zstd, best = zstd_len;
+    // Raw stays unless the winner saves min_gain_permille of the chunk.
+    std::size_t winner = m;
+    ChunkMode coded = ChunkMode::raw;
+    if (huff.size() < winner) coded = ChunkMode::huffman, winner = huff.size();
+    if (rans.size() < winner) coded = ChunkMode::rans, winner = rans.size();
+    if (zstd != nullptr && zstd_len < winner) coded = ChunkMode::zstd, winner = zstd_len;
+    if (winner * 1000 < m * (1000 - std::min(params.min_gain_permille, 1000u))) mode = coded;
   } else {
     // FORMAT: raw unless coding saves at least 5%, decided in integers.
     const std::size_t coded = try_rans ? rans.size() : huff.size();
@@ -139,6 +142,9 @@ bool check_params(const EncodeParams& p, std::size_t src_len, Error* err) {
   if (p.subblock_log2 < rans::kMinSubblockLog2 || p.subblock_log2 > rans::kMaxSubblockLog2)
     return fail(err, Status::bad_argument, "sub-block log2 must be 12..16, got %u",
                 p.subblock_log2);
+  if (p.min_gain_permille > 1000)
+    return fail(err, Status::bad_argument, "min_gain_permille must be 0..1000, got %u",
+                p.min_gain_permille);
   if (p.coder != Coder::rans && p.coder != Coder::huffman && p.coder != Coder::automatic)
     return fail(err, Status::bad_argument, "unknown coder %d", static_cast<int>(p.coder));
   if (src_len % p.planes)
@@ -332,6 +338,18 @@ Status frame_info(const void* src, std::size_t src_len, std::uint64_t max_decode
   return Status::ok;
 }
 
+namespace {
+
+// Prefix an error's message with the chunk it came from.
+void where(Error* e, const ChunkRef& r) {
+  char buf[sizeof(e->message)];
+  std::snprintf(buf, sizeof(buf), "plane %u chunk %llu: %.200s", r.plane,
+                static_cast<unsigned long long>(r.index), e->message);
+  std::memcpy(e->message, buf, sizeof(buf));
+}
+
+}  // namespace
+
 Status frame_decode(void* dst, std::size_t dst_cap, const void* src, std::size_t src_len,
                     std::uint64_t max_decoded, Layout layout, bool elements,
                     const std::uint8_t* zstd_decoded, std::size_t zstd_decoded_len, int threads,
@@ -361,45 +379,111 @@ Status frame_decode(void* dst, std::size_t dst_cap, const void* src, std::size_t
   const auto* in = static_cast<const std::uint8_t*>(src);
   auto* out = static_cast<std::uint8_t*>(dst);
   const detail::RangeKernels& kern = detail::active_kernels();
-  std::vector<Error> errors(chunks);
+  std::vector<Error> errors(info.chunks.size());
   std::vector<std::uint32_t> crcs(info.chunks.size(), 0);
-  parallel_for(chunks, threads, [&](std::size_t c) {
+  const bool fused = elements && (k > 1 || layout != Layout::none);
+  // Decode one (plane, chunk) into t; raw chunks are not copied when the
+  // caller merges straight from the payload (*view set, t untouched).
+  auto decode_one = [&](unsigned j, std::size_t c, std::uint8_t* t, const std::uint8_t** view,
+                        bool with_crc) {
+    const std::size_t idx = std::size_t(j) * chunks + c;
+    const ChunkRef& r = info.chunks[idx];
     const std::size_t m = chunk_symbols(n, c);
-    const std::size_t first = c << kChunkLog2;
-    const bool fused = elements && (k > 1 || layout != Layout::none);
-    std::uint8_t* scratch = fused ? scratch_buffer(k * m) : nullptr;
-    for (unsigned j = 0; j < k; ++j) {
-      const std::size_t idx = std::size_t(j) * chunks + c;
+    const std::uint8_t* payload = in + r.offset;
+    const std::uint8_t* data = t;
+    bool ok = true;
+    switch (r.mode) {
+      case ChunkMode::raw:
+        if (view) data = payload;
+        else std::memcpy(t, payload, m);
+        break;
+      case ChunkMode::constant: std::memset(t, r.value, m); break;
+      case ChunkMode::zstd:
+        if (view) data = zstd_decoded + ext_at[idx];
+        else std::memcpy(t, zstd_decoded + ext_at[idx], m);
+        break;
+      case ChunkMode::rans:
+        ok = detail::rans_decode_chunk(t, m, payload, r.length, info.precision,
+                                       info.subblock_log2, &errors[idx]);
+        break;
+      case ChunkMode::huffman:
+        ok = detail::huffman_decode_chunk(t, m, payload, r.length, info.subblock_log2,
+                                          &errors[idx]);
+        break;
+    }
+    if (!ok) {
+      where(&errors[idx], r);
+      return false;
+    }
+    if (view) *view = data;
+    if (with_crc && info.has_checksum) crcs[idx] = crc32c(0, data, m);
+    return true;
+  };
+  const int workers = resolve_threads(threads);
+  if (chunks < static_cast<std::size_t>(workers) && workers > 1) {
+    // Few chunks (a small tensor): split the work finer, down to pairs of
+    // rANS sub-blocks, so that every thread has some. Planes go to a buffer
+    // of the whole tensor (small here), then are checked and merged.
+    std::vector<std::uint8_t> planes(fused ? k * n : 0);
+    std::uint8_t* base = fused ? planes.data() : out;
+    auto target = [&](std::size_t idx) {
+      return base + info.chunks[idx].plane * n + (info.chunks[idx].index << kChunkLog2);
+    };
+    std::vector<detail::RansChunkDecoder> decoders(info.chunks.size());
+    struct Task {
+      std::size_t idx, first, last;  // a rANS sub-block range, or a whole chunk (last == 0)
+    };
+    std::vector<Task> tasks;
+    for (std::size_t idx = 0; idx < info.chunks.size(); ++idx) {
       const ChunkRef& r = info.chunks[idx];
-      std::uint8_t* t = fused ? scratch + std::size_t(j) * m : out + j * n + first;
-      const std::uint8_t* payload = in + r.offset;
-      bool ok = true;
-      switch (r.mode) {
-        case ChunkMode::raw: std::memcpy(t, payload, m); break;
-        case ChunkMode::constant: std::memset(t, r.value, m); break;
-        case ChunkMode::zstd: std::memcpy(t, zstd_decoded + ext_at[idx], m); break;
-        case ChunkMode::rans:
-          ok = detail::rans_decode_chunk(t, m, payload, r.length, info.precision,
-                                         info.subblock_log2, &errors[c]);
-          break;
-        case ChunkMode::huffman:
-          ok = detail::huffman_decode_chunk(t, m, payload, r.length, info.subblock_log2,
-                                            &errors[c]);
-          break;
+      if (r.mode != ChunkMode::rans) {
+        tasks.push_back({idx, 0, 0});
+        continue;
       }
-      if (!ok) {
-        char where[sizeof(errors[c].message)];
-        std::snprintf(where, sizeof(where), "plane %u chunk %zu: %.200s", j, c, errors[c].message);
-        std::memcpy(errors[c].message, where, sizeof(where));
+      if (!decoders[idx].prepare(target(idx), r.symbols, in + r.offset, r.length, info.precision,
+                                 info.subblock_log2, &errors[idx]))
+        return where(&errors[idx], r), *err = errors[idx], err->status;
+      for (std::size_t b = 0; b < decoders[idx].subblocks(); b += 2)
+        tasks.push_back({idx, b, std::min(b + 2, decoders[idx].subblocks())});
+    }
+    std::vector<Error> task_errors(tasks.size());
+    parallel_for(tasks.size(), threads, [&](std::size_t i) {
+      const Task& task = tasks[i];
+      const ChunkRef& r = info.chunks[task.idx];
+      if (task.last == 0) {
+        decode_one(r.plane, r.index, target(task.idx), nullptr, false);
         return;
       }
-      if (info.has_checksum) crcs[idx] = crc32c(0, t, m);
-    }
-    if (fused) {
-      if (k > 1) kern.merge(out + first * k, scratch, m, 0, m, k, layout);
-      else kern.reorder(out + first, scratch, 0, m, layout, true);
-    }
-  });
+      if (!decoders[task.idx].decode(task.first, task.last, &task_errors[i]))
+        where(&task_errors[i], r);
+    });
+    for (const Error& e : task_errors)
+      if (e.status != Status::ok) return *err = e, err->status;
+    for (const Error& e : errors)
+      if (e.status != Status::ok) return *err = e, err->status;
+    parallel_for(info.chunks.size(), threads, [&](std::size_t idx) {
+      if (info.has_checksum) crcs[idx] = crc32c(0, target(idx), info.chunks[idx].symbols);
+    });
+    if (fused)
+      parallel_for(chunks, threads, [&](std::size_t c) {
+        const std::size_t first = c << kChunkLog2;
+        const std::uint8_t* ptrs[256];
+        for (unsigned j = 0; j < k; ++j) ptrs[j] = planes.data() + j * n + first;
+        kern.merge_ptrs(out + first * k, ptrs, chunk_symbols(n, c), k, layout);
+      });
+  } else {
+    parallel_for(chunks, threads, [&](std::size_t c) {
+      const std::size_t m = chunk_symbols(n, c);
+      const std::size_t first = c << kChunkLog2;
+      std::uint8_t* scratch = fused ? scratch_buffer(k * m) : nullptr;
+      const std::uint8_t* ptrs[256];
+      for (unsigned j = 0; j < k; ++j) {
+        std::uint8_t* t = fused ? scratch + std::size_t(j) * m : out + j * n + first;
+        if (!decode_one(j, c, t, fused ? &ptrs[j] : nullptr, true)) return;
+      }
+      if (fused) kern.merge_ptrs(out + first * k, ptrs, m, k, layout);
+    });
+  }
   for (const Error& e : errors)
     if (e.status != Status::ok) {
       *err = e;

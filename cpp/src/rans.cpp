@@ -1,6 +1,7 @@
 // rANS chunk coder: 32 interleaved lanes, sub-blocks with their own states.
 // Bitstream and normalisation: docs/format.md ("rANS chunk").
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "coders.h"
@@ -140,8 +141,64 @@ void rans_encode_chunk(const std::uint8_t* src, std::size_t m, const std::uint32
   }
 }
 
-bool rans_decode_chunk(std::uint8_t* dst, std::size_t m, const std::uint8_t* src, std::size_t len,
-                       unsigned precision, unsigned subblock_log2, Error* err) {
+namespace {
+
+// Decode what SIMD left of a sub-block (everything, without AVX2), then
+// check that every word was used and every lane ended in state L.
+bool rans_finish_subblock(RansLanes& L, std::size_t mb, const std::uint32_t* tab,
+                          unsigned precision, std::size_t b, Error* err) {
+  const std::uint32_t mask = (1u << precision) - 1u;
+  const std::uint8_t* wp = L.words;
+  std::size_t wi = L.wi, t = L.t;
+  std::uint32_t* state = L.state;
+  // Whole steps while 32 words are surely left: no per-word bound check.
+  for (; t < L.steps && L.nwords - wi >= kLanes; ++t) {
+    for (std::size_t lane = 0; lane < kLanes; ++lane) {
+      std::uint32_t x = state[lane];
+      const std::uint32_t e = tab[x & mask];
+      L.out[t * kLanes + lane] = static_cast<std::uint8_t>(rans::entry_symbol(e));
+      x = rans::decode_step(x, e, precision);
+      const std::uint16_t w = static_cast<std::uint16_t>(wp[2 * wi] | wp[2 * wi + 1] << 8);
+      const bool need = rans::decode_needs_word(x);
+      x = need ? rans::decode_refill(x, w) : x;  // branch-free: the word is there to peek at
+      wi += need;
+      state[lane] = x;
+    }
+  }
+  for (; t * kLanes < mb; ++t) {
+    for (std::size_t lane = 0; lane < kLanes && t * kLanes + lane < mb; ++lane) {
+      std::uint32_t x = state[lane];
+      const std::uint32_t e = tab[x & mask];
+      L.out[t * kLanes + lane] = static_cast<std::uint8_t>(rans::entry_symbol(e));
+      x = rans::decode_step(x, e, precision);
+      if (rans::decode_needs_word(x)) {
+        if (wi >= L.nwords)
+          return fail(err, Status::corrupt, "rANS sub-block %zu: words run out at symbol %zu", b,
+                      t * kLanes + lane);
+        x = rans::decode_refill(x, static_cast<std::uint16_t>(wp[2 * wi] | wp[2 * wi + 1] << 8));
+        ++wi;
+      }
+      state[lane] = x;
+    }
+  }
+  if (wi != L.nwords)
+    return fail(err, Status::corrupt, "rANS sub-block %zu: %zu of %zu words used", b, wi, L.nwords);
+  for (std::size_t lane = 0; lane < kLanes; ++lane)
+    if (state[lane] != kStateLow)
+      return fail(err, Status::corrupt,
+                  "rANS sub-block %zu: lane %zu ends in state %u, not %u (corrupt stream)", b, lane,
+                  state[lane], kStateLow);
+  return true;
+}
+
+}  // namespace
+
+bool RansChunkDecoder::prepare(std::uint8_t* dst, std::size_t m, const std::uint8_t* src,
+                               std::size_t len, unsigned precision, unsigned subblock_log2,
+                               Error* err) {
+  precision_ = precision;
+  block_ = std::size_t(1) << subblock_log2;
+  m_ = m;
   std::uint32_t freqs[256];
   const std::uint32_t used =
       rans::parse_table(src, static_cast<std::uint32_t>(std::min<std::size_t>(len, 1u << 20)),
@@ -151,11 +208,10 @@ bool rans_decode_chunk(std::uint8_t* dst, std::size_t m, const std::uint8_t* src
                 "rANS chunk: bad frequency table (truncated, a zero frequency, fewer than two "
                 "symbols, or a sum other than 2^%u)",
                 precision);
-  std::vector<std::uint32_t> table(std::size_t(1) << precision);
-  rans::build_decode_table(freqs, precision, table.data());
+  table_.resize(std::size_t(1) << precision);
+  rans::build_decode_table(freqs, precision, table_.data());
 
-  const std::size_t block = std::size_t(1) << subblock_log2;
-  const std::size_t blocks = (m + block - 1) / block;
+  const std::size_t blocks = (m + block_ - 1) / block_;
   std::size_t pos = used;
   if (len - pos < 4 * blocks)
     return fail(err, Status::corrupt, "rANS chunk: %zu bytes cannot hold %zu sub-block counts",
@@ -165,7 +221,7 @@ bool rans_decode_chunk(std::uint8_t* dst, std::size_t m, const std::uint8_t* src
   // Check every sub-block's extent before decoding any.
   std::size_t need = pos;
   for (std::size_t b = 0; b < blocks; ++b) {
-    const std::size_t mb = std::min(block, m - b * block);
+    const std::size_t mb = std::min(block_, m - b * block_);
     const std::uint32_t w = load_u32(counts + 4 * b);
     if (w > mb)
       return fail(err, Status::corrupt, "rANS sub-block %zu: %u words for %zu symbols", b, w, mb);
@@ -174,68 +230,70 @@ bool rans_decode_chunk(std::uint8_t* dst, std::size_t m, const std::uint8_t* src
   if (need != len)
     return fail(err, Status::corrupt, "rANS chunk: sub-blocks need %zu bytes, payload has %zu",
                 need, len);
-
-  const std::uint32_t mask = (1u << precision) - 1u;
-  const std::uint32_t* tab = table.data();
+  // Lane states of every sub-block, checked before any decoding.
+  lanes_.resize(blocks);
   for (std::size_t b = 0; b < blocks; ++b) {
-    const std::size_t mb = std::min(block, m - b * block);
-    const std::size_t nwords = load_u32(counts + 4 * b);
-    std::uint32_t state[kLanes];
+    RansLanes& L = lanes_[b];
+    const std::size_t mb = std::min(block_, m - b * block_);
+    L.out = dst + b * block_;
+    L.steps = mb / kLanes;
+    L.t = 0;
+    L.nwords = load_u32(counts + 4 * b);
+    L.wi = 0;
     for (std::size_t lane = 0; lane < kLanes; ++lane) {
-      state[lane] = load_u32(src + pos + 4 * lane);
-      if (state[lane] < kStateLow || state[lane] >= rans::kStateHigh)
+      L.state[lane] = load_u32(src + pos + 4 * lane);
+      if (L.state[lane] < kStateLow || L.state[lane] >= rans::kStateHigh)
         return fail(err, Status::corrupt, "rANS sub-block %zu: lane %zu state %u out of range", b,
-                    lane, state[lane]);
+                    lane, L.state[lane]);
     }
     pos += 4 * kLanes;
-    const std::uint8_t* wp = src + pos;
-    std::size_t wi = 0;
-    std::uint8_t* out = dst + b * block;
-    const std::size_t full = mb / kLanes;
-    std::size_t t = 0;
-    static const bool simd = rans_avx2_available();
-    if (simd) t = rans_decode_steps_avx2(out, full, state, tab, precision, wp, nwords, &wi);
-    // Fast steps: at most 32 words per step, so no per-word bound check.
-    for (; t < full && nwords - wi >= kLanes; ++t) {
-      for (std::size_t lane = 0; lane < kLanes; ++lane) {
-        std::uint32_t x = state[lane];
-        const std::uint32_t e = tab[x & mask];
-        out[t * kLanes + lane] = static_cast<std::uint8_t>(rans::entry_symbol(e));
-        x = rans::decode_step(x, e, precision);
-        // Branch-free refill: the next word is always there to peek at here.
-        const std::uint16_t w = static_cast<std::uint16_t>(wp[2 * wi] | wp[2 * wi + 1] << 8);
-        const bool need = rans::decode_needs_word(x);
-        x = need ? rans::decode_refill(x, w) : x;
-        wi += need;
-        state[lane] = x;
-      }
-    }
-    for (; t * kLanes < mb; ++t) {
-      for (std::size_t lane = 0; lane < kLanes && t * kLanes + lane < mb; ++lane) {
-        std::uint32_t x = state[lane];
-        const std::uint32_t e = tab[x & mask];
-        out[t * kLanes + lane] = static_cast<std::uint8_t>(rans::entry_symbol(e));
-        x = rans::decode_step(x, e, precision);
-        if (rans::decode_needs_word(x)) {
-          if (wi >= nwords)
-            return fail(err, Status::corrupt, "rANS sub-block %zu: words run out at symbol %zu", b,
-                        t * kLanes + lane);
-          x = rans::decode_refill(x, static_cast<std::uint16_t>(wp[2 * wi] | wp[2 * wi + 1] << 8));
-          ++wi;
-        }
-        state[lane] = x;
-      }
-    }
-    if (wi != nwords)
-      return fail(err, Status::corrupt, "rANS sub-block %zu: %zu of %zu words used", b, wi, nwords);
-    for (std::size_t lane = 0; lane < kLanes; ++lane)
-      if (state[lane] != kStateLow)
-        return fail(err, Status::corrupt,
-                    "rANS sub-block %zu: lane %zu ends in state %u, not %u (corrupt stream)", b,
-                    lane, state[lane], kStateLow);
-    pos += 2 * nwords;
+    L.words = src + pos;
+    pos += 2 * L.nwords;
   }
   return true;
+}
+
+bool RansChunkDecoder::decode(std::size_t first, std::size_t last, Error* err) {
+  const auto simd = rans_simd_kernel();
+  if (simd)
+    for (std::size_t b = first; b < last; b += 2)
+      simd(&lanes_[b], std::min<std::size_t>(2, last - b), table_.data(), precision_);
+  for (std::size_t b = first; b < last; ++b)
+    if (!rans_finish_subblock(lanes_[b], std::min(block_, m_ - b * block_), table_.data(),
+                              precision_, b, err))
+      return false;
+  return true;
+}
+
+bool rans_decode_chunk(std::uint8_t* dst, std::size_t m, const std::uint8_t* src, std::size_t len,
+                       unsigned precision, unsigned subblock_log2, Error* err) {
+  RansChunkDecoder dec;
+  return dec.prepare(dst, m, src, len, precision, subblock_log2, err) &&
+         dec.decode(0, dec.subblocks(), err);
+}
+
+namespace {
+std::atomic<int> g_rans_variant{0};  // 0: the widest this CPU runs
+}  // namespace
+
+bool set_rans_variant(int variant) {
+  if (variant == 2 && !rans_avx2_available()) return false;
+  if (variant == 3 && !rans_avx512_available()) return false;
+  if (variant < 0 || variant > 3) return false;
+  g_rans_variant.store(variant);
+  return true;
+}
+
+RansSimdKernel rans_simd_kernel() {
+  static const RansSimdKernel widest = rans_avx512_available() ? rans_decode_steps_avx512
+                                       : rans_avx2_available() ? rans_decode_steps_avx2
+                                                               : nullptr;
+  switch (g_rans_variant.load(std::memory_order_relaxed)) {
+    case 1: return nullptr;  // scalar
+    case 2: return rans_decode_steps_avx2;
+    case 3: return rans_decode_steps_avx512;
+    default: return widest;
+  }
 }
 
 }  // namespace detail

@@ -1,7 +1,9 @@
 // AVX2 rANS decoding of whole 32-lane steps: four vectors of 8 lanes, a
 // gather for the table, and a permutation that hands each refilling lane its
-// word in lane order (the prefix count the GPU gets from ballot/popc).
-// Compiled through target attributes; chosen at run time.
+// word in lane order (the prefix count the GPU gets from ballot/popc). Two
+// sub-blocks decode interleaved: one alone is bound by the latency of its
+// gather -> multiply -> refill chain. Compiled through target attributes;
+// chosen at run time.
 #include "rans_simd.h"
 
 #if defined(__x86_64__) || defined(_M_X64)
@@ -9,6 +11,8 @@
 #include <immintrin.h>
 
 #include "nncodecs/rans_lane.h"
+
+#define NNC_AVX2 __attribute__((target("avx2,popcnt")))
 
 namespace nnc {
 namespace detail {
@@ -29,57 +33,88 @@ struct PrefixTable {
 };
 const PrefixTable kPrefix;
 
+struct Consts {
+  __m256i mask, low, byte, freq_mask, order;
+  __m128i shift;
+};
+
+// One 32-symbol step of one sub-block.
+NNC_AVX2 inline void step(RansLanes& b, __m256i x[4], const std::uint32_t* table, const Consts& k) {
+  __m256i sym[4], y[4], need[4];
+  int m[4];
+  // First the four vectors' symbols and states (independent), then the
+  // refills, whose word positions are a prefix sum of the refill counts.
+  for (int v = 0; v < 4; ++v) {
+    const __m256i e = _mm256_i32gather_epi32(reinterpret_cast<const int*>(table),
+                                             _mm256_and_si256(x[v], k.mask), 4);
+    sym[v] = _mm256_and_si256(e, k.byte);
+    const __m256i f = _mm256_and_si256(_mm256_srli_epi32(e, 8), k.freq_mask);
+    const __m256i bias = _mm256_srli_epi32(e, 20);
+    y[v] = _mm256_add_epi32(_mm256_mullo_epi32(f, _mm256_srl_epi32(x[v], k.shift)), bias);
+    need[v] = _mm256_cmpgt_epi32(k.low, y[v]);  // states < 2^31: the signed compare is exact
+    m[v] = _mm256_movemask_ps(_mm256_castsi256_ps(need[v]));
+  }
+  std::size_t wi = b.wi;
+  for (int v = 0; v < 4; ++v) {
+    const __m256i w16 =
+        _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.words + 2 * wi)));
+    const __m256i w = _mm256_permutevar8x32_epi32(
+        w16, _mm256_load_si256(reinterpret_cast<const __m256i*>(kPrefix.idx[m[v]])));
+    x[v] = _mm256_blendv_epi8(y[v], _mm256_or_si256(_mm256_slli_epi32(y[v], 16), w), need[v]);
+    wi += static_cast<std::size_t>(_mm_popcnt_u32(static_cast<unsigned>(m[v])));
+  }
+  b.wi = wi;
+  const __m256i p01 = _mm256_packus_epi32(sym[0], sym[1]);
+  const __m256i p23 = _mm256_packus_epi32(sym[2], sym[3]);
+  const __m256i bytes = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(p01, p23), k.order);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(b.out + 32 * b.t), bytes);
+  ++b.t;
+}
+
+// A step reads at most 32 words: it may run while 32 are surely left.
+inline bool can_step(const RansLanes& b) { return b.t < b.steps && b.nwords - b.wi >= 32; }
+
+NNC_AVX2 void load(const RansLanes& b, __m256i x[4]) {
+  for (int v = 0; v < 4; ++v)
+    x[v] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.state + 8 * v));
+}
+
+NNC_AVX2 void store(RansLanes& b, const __m256i x[4]) {
+  for (int v = 0; v < 4; ++v) _mm256_storeu_si256(reinterpret_cast<__m256i*>(b.state + 8 * v), x[v]);
+}
+
 }  // namespace
 
-bool rans_avx2_available() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt"); }
+bool rans_avx2_available() {
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt");
+}
 
-__attribute__((target("avx2,popcnt"))) std::size_t rans_decode_steps_avx2(
-    std::uint8_t* out, std::size_t steps, std::uint32_t* state, const std::uint32_t* table,
-    unsigned precision, const std::uint8_t* words, std::size_t nwords, std::size_t* words_used) {
-  const __m256i mask = _mm256_set1_epi32((1 << precision) - 1);
-  const __m256i low = _mm256_set1_epi32(static_cast<int>(rans::kStateLow));
-  const __m256i byte = _mm256_set1_epi32(0xFF);
-  const __m256i freq_mask = _mm256_set1_epi32(0xFFF);
-  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-  const __m128i shift = _mm_cvtsi32_si128(static_cast<int>(precision));
-  __m256i x[4];
-  for (int v = 0; v < 4; ++v)
-    x[v] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(state + 8 * v));
-  std::size_t wi = 0, t = 0;
-  // Each step reads at most 32 words: stop while 32 are surely left.
-  for (; t < steps && nwords - wi >= 32; ++t) {
-    // First the four vectors' symbols and new states (independent of each
-    // other), then the refills, which chain through the word position.
-    __m256i sym[4], y[4], need[4];
-    int m[4];
-    for (int v = 0; v < 4; ++v) {
-      const __m256i e = _mm256_i32gather_epi32(reinterpret_cast<const int*>(table),
-                                               _mm256_and_si256(x[v], mask), 4);
-      sym[v] = _mm256_and_si256(e, byte);
-      const __m256i f = _mm256_and_si256(_mm256_srli_epi32(e, 8), freq_mask);
-      const __m256i bias = _mm256_srli_epi32(e, 20);
-      y[v] = _mm256_add_epi32(_mm256_mullo_epi32(f, _mm256_srl_epi32(x[v], shift)), bias);
-      // States stay below 2^31, so the signed compare is exact.
-      need[v] = _mm256_cmpgt_epi32(low, y[v]);
-      m[v] = _mm256_movemask_ps(_mm256_castsi256_ps(need[v]));
+NNC_AVX2 void rans_decode_steps_avx2(RansLanes* blocks, std::size_t count,
+                                     const std::uint32_t* table, unsigned precision) {
+  Consts k;
+  k.mask = _mm256_set1_epi32((1 << precision) - 1);
+  k.low = _mm256_set1_epi32(static_cast<int>(rans::kStateLow));
+  k.byte = _mm256_set1_epi32(0xFF);
+  k.freq_mask = _mm256_set1_epi32(0xFFF);
+  k.order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  k.shift = _mm_cvtsi32_si128(static_cast<int>(precision));
+  if (count >= 2) {
+    __m256i xa[4], xb[4];
+    load(blocks[0], xa);
+    load(blocks[1], xb);
+    while (can_step(blocks[0]) && can_step(blocks[1])) {
+      step(blocks[0], xa, table, k);
+      step(blocks[1], xb, table, k);
     }
-    for (int v = 0; v < 4; ++v) {
-      const __m256i w16 = _mm256_cvtepu16_epi32(
-          _mm_loadu_si128(reinterpret_cast<const __m128i*>(words + 2 * wi)));
-      const __m256i w = _mm256_permutevar8x32_epi32(
-          w16, _mm256_load_si256(reinterpret_cast<const __m256i*>(kPrefix.idx[m[v]])));
-      const __m256i refilled = _mm256_or_si256(_mm256_slli_epi32(y[v], 16), w);
-      x[v] = _mm256_blendv_epi8(y[v], refilled, need[v]);
-      wi += static_cast<std::size_t>(_mm_popcnt_u32(static_cast<unsigned>(m[v])));
-    }
-    const __m256i p01 = _mm256_packus_epi32(sym[0], sym[1]);
-    const __m256i p23 = _mm256_packus_epi32(sym[2], sym[3]);
-    const __m256i bytes = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(p01, p23), order);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 32 * t), bytes);
+    store(blocks[0], xa);
+    store(blocks[1], xb);
   }
-  for (int v = 0; v < 4; ++v) _mm256_storeu_si256(reinterpret_cast<__m256i*>(state + 8 * v), x[v]);
-  *words_used = wi;
-  return t;
+  for (std::size_t i = 0; i < count; ++i) {
+    __m256i x[4];
+    load(blocks[i], x);
+    while (can_step(blocks[i])) step(blocks[i], x, table, k);
+    store(blocks[i], x);
+  }
 }
 
 }  // namespace detail
@@ -90,11 +125,7 @@ __attribute__((target("avx2,popcnt"))) std::size_t rans_decode_steps_avx2(
 namespace nnc {
 namespace detail {
 bool rans_avx2_available() { return false; }
-std::size_t rans_decode_steps_avx2(std::uint8_t*, std::size_t, std::uint32_t*, const std::uint32_t*,
-                                   unsigned, const std::uint8_t*, std::size_t, std::size_t* used) {
-  *used = 0;
-  return 0;
-}
+void rans_decode_steps_avx2(RansLanes*, std::size_t, const std::uint32_t*, unsigned) {}
 }  // namespace detail
 }  // namespace nnc
 

@@ -130,9 +130,39 @@ void merge_scalar(uint8_t* dst, const uint8_t* src, std::size_t n, std::size_t b
   }
 }
 
+template <class U>
+void merge_ptr_words(uint8_t* dst, const uint8_t* const* planes, std::size_t count, unsigned m,
+                     bool reorder) {
+  for (std::size_t i = 0; i < count; ++i) {
+    U w = 0;
+    for (std::size_t j = 0; j < sizeof(U); ++j) w |= static_cast<U>(U(planes[j][i]) << (8 * j));
+    if (reorder) w = reorder_decode_word<U>(w, m);
+    std::memcpy(dst + i * sizeof(U), &w, sizeof(U));
+  }
+}
+
+void merge_ptrs_scalar(uint8_t* dst, const uint8_t* const* planes, std::size_t count,
+                       std::size_t es, Layout layout) {
+  const bool tx = layout != Layout::none;
+  const unsigned m = layout_mantissa_bits(layout);
+  switch (es) {
+    case 1:
+      if (tx) reorder_words<uint8_t>(dst, planes[0], 0, count, m, true);
+      else if (count) std::memcpy(dst, planes[0], count);
+      return;
+    case 2: merge_ptr_words<uint16_t>(dst, planes, count, m, tx); return;
+    case 4: merge_ptr_words<uint32_t>(dst, planes, count, m, tx); return;
+    case 8: merge_ptr_words<uint64_t>(dst, planes, count, m, tx); return;
+    default:
+      for (std::size_t i = 0; i < count; ++i)
+        for (std::size_t j = 0; j < es; ++j) dst[i * es + j] = planes[j][i];
+  }
+}
+
 }  // namespace
 
-const RangeKernels scalar_kernels = {reorder_scalar, split_scalar, merge_scalar};
+const RangeKernels scalar_kernels = {reorder_scalar, split_scalar, merge_scalar,
+                                     merge_ptrs_scalar};
 
 }  // namespace detail
 

@@ -265,9 +265,37 @@ NNC_AVX2 void merge_avx2(uint8_t* dst, const uint8_t* src, std::size_t n, std::s
   scalar_kernels.merge(dst, src, n, i, end, es, layout);
 }
 
+NNC_AVX2 void merge_ptrs_avx2(uint8_t* dst, const uint8_t* const* planes, std::size_t count,
+                              std::size_t es, Layout layout) {
+  const bool tx = layout != Layout::none;
+  const Masks k = make_masks(tx ? layout : Layout::f16);
+  std::size_t i = 0;
+  if (es == 2) {
+    for (; i + 32 <= count; i += 32) {
+      if (tx) merge2<Tx::decode>(dst + 2 * i, planes[0] + i, planes[1] + i, k);
+      else merge2<Tx::none>(dst + 2 * i, planes[0] + i, planes[1] + i, k);
+    }
+  } else if (es == 4) {
+    for (; i + 32 <= count; i += 32) {
+      if (tx)
+        merge4<Tx::decode>(dst + 4 * i, planes[0] + i, planes[1] + i, planes[2] + i,
+                           planes[3] + i, k);
+      else
+        merge4<Tx::none>(dst + 4 * i, planes[0] + i, planes[1] + i, planes[2] + i, planes[3] + i,
+                         k);
+    }
+  } else if (es == 1 && tx) {
+    reorder_avx2(dst, planes[0], 0, count, layout, true);
+    return;
+  }
+  const uint8_t* rest[256];
+  for (std::size_t j = 0; j < es; ++j) rest[j] = planes[j] + i;
+  scalar_kernels.merge_ptrs(dst + i * es, rest, count - i, es, layout);
+}
+
 }  // namespace
 
-const RangeKernels avx2_kernels = {reorder_avx2, split_avx2, merge_avx2};
+const RangeKernels avx2_kernels = {reorder_avx2, split_avx2, merge_avx2, merge_ptrs_avx2};
 
 }  // namespace detail
 }  // namespace nnc

@@ -18,6 +18,10 @@ struct RangeKernels {
                 std::size_t end, std::size_t elemsize, Layout layout);
   void (*merge)(uint8_t* dst, const uint8_t* src, std::size_t n, std::size_t begin,
                 std::size_t end, std::size_t elemsize, Layout layout);
+  // Merge `count` elements whose planes lie anywhere: planes[j] holds byte j
+  // of each (so a decoder can merge straight from raw chunks of a frame).
+  void (*merge_ptrs)(uint8_t* dst, const uint8_t* const* planes, std::size_t count,
+                     std::size_t elemsize, Layout layout);
 };
 
 extern const RangeKernels scalar_kernels;

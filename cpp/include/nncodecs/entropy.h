@@ -36,6 +36,10 @@ struct EncodeParams {
   unsigned precision = 11;      // rANS probability bits, 10..12
   unsigned subblock_log2 = 16;  // rANS / Huffman sub-block symbols, 2^12..2^16
   bool checksum = true;         // CRC32C of the planes
+  // Auto only: a coded chunk must be smaller than raw by this many parts per
+  // thousand, else it is stored raw (decodes at memcpy speed). rans and
+  // huffman use FORMAT's 5% (50).
+  unsigned min_gain_permille = 0;
   // With a float layout the input is elements of `planes` bytes: the reorder
   // and the plane split run fused, chunk by chunk (the weights codec).
   Layout layout = Layout::none;

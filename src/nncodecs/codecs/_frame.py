@@ -27,11 +27,13 @@ from nncodecs.errors import CorruptDataError
 __all__ = [
     "CHUNK_SYMBOLS",
     "CODERS",
+    "DEFAULT_MIN_GAIN",
     "FrameBytesCodec",
     "NumcodecsFrameCodec",
     "check_frame_params",
     "decode_frame",
     "encode_frame",
+    "frame_decoded_len",
     "frame_info",
     "max_ratio_bound",
 ]
@@ -41,11 +43,24 @@ CODERS = ("rans", "huffman", "auto")
 # The most one frame byte can expand to: a constant chunk (2 index bytes)
 # stands for 2^18 bytes. Bounds the allocation of a decoder told no size.
 _MAX_EXPANSION = CHUNK_SYMBOLS // 2
+#: auto keeps a chunk raw unless coding saves at least this fraction of it: a
+#: raw chunk decodes at memcpy speed, and near-random mantissa planes gain
+#: under 1% from rANS (measured on all-MiniLM-L6-v2: benchmarks/coders.py).
+DEFAULT_MIN_GAIN = 0.01
 
 
 def max_ratio_bound(frame_len: int) -> int:
     """The largest decoded size a frame of ``frame_len`` bytes can honestly declare."""
     return frame_len * _MAX_EXPANSION + CHUNK_SYMBOLS
+
+
+def check_min_gain(value: Any) -> float:
+    """``min_gain`` as a float in [0, 1] with at most three decimals (stored in permille)."""
+    if isinstance(value, bool) or not isinstance(value, int | float | np.floating | np.integer):
+        raise TypeError(f"min_gain must be a number, got {value!r}")
+    if not 0 <= value <= 1:
+        raise ValueError(f"min_gain must be between 0 and 1, got {value}")
+    return float(value)
 
 
 def check_frame_params(
@@ -111,6 +126,7 @@ def encode_frame(
     subblock_log2: int = 16,
     checksum: bool = True,
     zstd_level: int = 3,
+    min_gain: float = DEFAULT_MIN_GAIN,
     elements: bool = False,
     layout: str = "none",
     threads: int | None = None,
@@ -120,7 +136,8 @@ def encode_frame(
     With ``elements=True`` the input holds ``planes``-byte elements and the
     split (and the reorder of a float ``layout``) runs fused; for ``auto`` the
     planes are split first so that zstd can be tried on each chunk. The bytes
-    equal those of encoding the planes.
+    equal those of encoding the planes. ``min_gain`` (auto only): a chunk is
+    stored raw unless its best coder saves at least this fraction of it.
     """
     threads = threads or get_threads()
     zstd = None
@@ -141,6 +158,7 @@ def encode_frame(
         elements=elements,
         threads=threads,
         zstd=zstd,
+        min_gain_permille=round(min_gain * 1000),
     )
 
 
@@ -153,6 +171,12 @@ def frame_info(buf: Any, max_decoded: int | None = None) -> dict[str, Any]:
     src = _source(buf)
     bound = max_ratio_bound(src.nbytes) if max_decoded is None else max_decoded
     return _core.frame_info(src, bound)
+
+
+def frame_decoded_len(buf: Any) -> int:
+    """The decoded length a (checked) frame declares."""
+    src = _source(buf)
+    return int(_core.frame_summary(src, max_ratio_bound(src.nbytes))[0])
 
 
 def _source(buf: Any) -> np.ndarray:
@@ -184,13 +208,14 @@ def decode_frame(
         if arr.flags.c_contiguous and arr.flags.writeable:
             target = arr.reshape(-1).view(np.uint8)
         limit = min(limit, arr.nbytes)
-    info = _core.frame_info(src, limit)
-    zstd_decoded = _decode_zstd_chunks(src, info)
+    decoded_len, _, zstd_chunks = _core.frame_summary(src, limit)
+    zstd_decoded = _decode_zstd_chunks(src, _core.frame_info(src, limit)) if zstd_chunks else None
+    direct = target is not None
     if target is None:
-        target = np.empty(info["decoded_len"], dtype=np.uint8)
-    elif target.nbytes != info["decoded_len"]:
+        target = np.empty(decoded_len, dtype=np.uint8)
+    elif target.nbytes != decoded_len:
         raise CorruptDataError(
-            f"frame decodes to {info['decoded_len']} bytes, the output holds {target.nbytes}"
+            f"frame decodes to {decoded_len} bytes, the output holds {target.nbytes}"
         )
     _core.frame_decode(
         target,
@@ -201,7 +226,7 @@ def decode_frame(
         zstd_decoded=zstd_decoded,
         threads=threads or get_threads(),
     )
-    if out is not None and not np.shares_memory(target, as_array(out)):
+    if out is not None and not direct:
         _copy_out(target, as_array(out))
     return target
 
@@ -256,12 +281,14 @@ class NumcodecsFrameCodec(Codec):
         subblock_log2: int = 16,
         checksum: bool = True,
         zstd_level: int = 3,
+        min_gain: float = DEFAULT_MIN_GAIN,
         *,
         threads: int | None = None,
     ) -> None:
         planes_, self.precision, self.subblock_log2, self.zstd_level = check_frame_params(
             planes, precision, subblock_log2, zstd_level
         )
+        self.min_gain = check_min_gain(min_gain)
         if planes_ is None:
             raise TypeError("planes must be an int")
         self.planes = planes_
@@ -282,6 +309,7 @@ class NumcodecsFrameCodec(Codec):
             subblock_log2=self.subblock_log2,
             checksum=self.checksum,
             zstd_level=self.zstd_level,
+            min_gain=self.min_gain,
             threads=self.threads,
         )
 
@@ -327,6 +355,7 @@ class FrameBytesCodec(ZarrShell, BytesBytesCodec):  # type: ignore[misc]
             "subblock_log2": subblock,
             "checksum": _check_bool("checksum", config.get("checksum", True)),
             "zstd_level": level,
+            "min_gain": check_min_gain(config.get("min_gain", DEFAULT_MIN_GAIN)),
         }
         for name in config:
             object.__setattr__(self, name, values[name])
@@ -349,6 +378,7 @@ class FrameBytesCodec(ZarrShell, BytesBytesCodec):  # type: ignore[misc]
             subblock_log2=self.subblock_log2,  # type: ignore[attr-defined]
             checksum=self.checksum,  # type: ignore[attr-defined]
             zstd_level=getattr(self, "zstd_level", 3),
+            min_gain=getattr(self, "min_gain", DEFAULT_MIN_GAIN),
         )
         return chunk_spec.prototype.buffer.from_bytes(frame)
 

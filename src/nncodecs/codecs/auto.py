@@ -6,7 +6,8 @@ is kept (on a tie the one faster to decode); the choice is recorded in the
 chunk index, so decoding never searches. Frame: ``docs/format.md``.
 
 Classes: :class:`Auto` (Zarr v3, bytes -> bytes) and :class:`NumcodecsAuto`,
-configuration ``{"planes", "precision", "subblock_log2", "checksum", "zstd_level"}``.
+configuration ``{"planes", "precision", "subblock_log2", "checksum", "zstd_level",
+"min_gain"}``.
 
 Examples
 --------
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nncodecs.codecs._frame import FrameBytesCodec, NumcodecsFrameCodec
+from nncodecs.codecs._frame import DEFAULT_MIN_GAIN, FrameBytesCodec, NumcodecsFrameCodec
 
 __all__ = ["Auto", "NumcodecsAuto"]
 
@@ -43,13 +44,16 @@ class NumcodecsAuto(NumcodecsFrameCodec):
         Store a CRC32C of the input and check it on decode.
     zstd_level : int
         Level of the zstd candidate.
+    min_gain : float
+        A chunk is stored raw unless its best coder saves at least this
+        fraction of it (raw chunks decode at memcpy speed). Default 0.01.
     threads : int, optional
         Threads for chunks (default: every core). Not part of the configuration.
     """
 
     codec_id = CODEC_ID
     coder = "auto"
-    _params = ("planes", "precision", "subblock_log2", "checksum", "zstd_level")
+    _params = ("planes", "precision", "subblock_log2", "checksum", "zstd_level", "min_gain")
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,7 @@ class Auto(FrameBytesCodec):
     subblock_log2: int
     checksum: bool
     zstd_level: int
+    min_gain: float
 
     def __init__(
         self,
@@ -72,6 +77,7 @@ class Auto(FrameBytesCodec):
         subblock_log2: int = 16,
         checksum: bool = True,
         zstd_level: int = 3,
+        min_gain: float = DEFAULT_MIN_GAIN,
     ) -> None:
         self._init(
             planes=planes,
@@ -79,4 +85,5 @@ class Auto(FrameBytesCodec):
             subblock_log2=subblock_log2,
             checksum=checksum,
             zstd_level=zstd_level,
+            min_gain=min_gain,
         )

@@ -8,8 +8,8 @@ to the element size): a test checks this for every dtype.
 
 Classes: :class:`Weights` (Zarr v3, array -> bytes) and
 :class:`NumcodecsWeights`, configuration ``{"coder", "dtype", "precision",
-"subblock_log2", "checksum", "zstd_level"}``; ``coder`` is ``"auto"``
-(default), ``"rans"`` or ``"huffman"``.
+"subblock_log2", "checksum", "zstd_level", "min_gain"}``; ``coder`` is
+``"auto"`` (default), ``"rans"`` or ``"huffman"``.
 
 Examples
 --------
@@ -37,10 +37,13 @@ from zarr.core.array_spec import ArraySpec
 
 from nncodecs.codecs._frame import (
     CODERS,
+    DEFAULT_MIN_GAIN,
     _check_bool,
     check_frame_params,
+    check_min_gain,
     decode_frame,
     encode_frame,
+    frame_decoded_len,
 )
 from nncodecs.codecs._shell import ZarrShell, as_array, as_byte_view, little_endian, typed_input
 from nncodecs.dtypes import dtype_name, float_layout, native_dtype, normalize_dtype
@@ -67,6 +70,7 @@ def encode_weights(arr: Any, settings: dict[str, Any], threads: int | None = Non
         subblock_log2=settings["subblock_log2"],
         checksum=settings["checksum"],
         zstd_level=settings["zstd_level"],
+        min_gain=settings["min_gain"],
         elements=True,
         layout=float_layout(arr.dtype),
         threads=threads,
@@ -114,7 +118,15 @@ class NumcodecsWeights(Codec):
     """
 
     codec_id = CODEC_ID
-    _params = ("coder", "dtype", "precision", "subblock_log2", "checksum", "zstd_level")
+    _params = (
+        "coder",
+        "dtype",
+        "precision",
+        "subblock_log2",
+        "checksum",
+        "zstd_level",
+        "min_gain",
+    )
 
     def __init__(
         self,
@@ -124,10 +136,12 @@ class NumcodecsWeights(Codec):
         subblock_log2: int = 16,
         checksum: bool = True,
         zstd_level: int = 3,
+        min_gain: float = DEFAULT_MIN_GAIN,
         *,
         threads: int | None = None,
     ) -> None:
         self.coder = _check_coder(coder)
+        self.min_gain = check_min_gain(min_gain)
         self.dtype = None if dtype is None else dtype_name(dtype)
         _, self.precision, self.subblock_log2, self.zstd_level = check_frame_params(
             None, precision, subblock_log2, zstd_level
@@ -157,9 +171,7 @@ class NumcodecsWeights(Codec):
                 )
             decode_weights(buf, dtype, count, out=out, threads=self.threads)
             return out
-        from nncodecs.codecs._frame import frame_info
-
-        count = frame_info(buf)["decoded_len"] // itemsize
+        count = frame_decoded_len(buf) // itemsize
         return decode_weights(buf, dtype, count, threads=self.threads)
 
     def get_config(self) -> dict[str, Any]:
@@ -187,6 +199,7 @@ class Weights(ZarrShell, ArrayBytesCodec):  # type: ignore[misc]
     subblock_log2: int
     checksum: bool
     zstd_level: int
+    min_gain: float
 
     def __init__(
         self,
@@ -197,6 +210,7 @@ class Weights(ZarrShell, ArrayBytesCodec):  # type: ignore[misc]
         subblock_log2: int = 16,
         checksum: bool = True,
         zstd_level: int = 3,
+        min_gain: float = DEFAULT_MIN_GAIN,
     ) -> None:
         _, precision_, subblock_, level = check_frame_params(
             None, precision, subblock_log2, zstd_level
@@ -207,6 +221,7 @@ class Weights(ZarrShell, ArrayBytesCodec):  # type: ignore[misc]
         object.__setattr__(self, "subblock_log2", subblock_)
         object.__setattr__(self, "checksum", _check_bool("checksum", checksum))
         object.__setattr__(self, "zstd_level", level)
+        object.__setattr__(self, "min_gain", check_min_gain(min_gain))
 
     def _array_dtype(self, zdtype: Any) -> str:
         name = dtype_name(zdtype.to_native_dtype())
@@ -228,6 +243,7 @@ class Weights(ZarrShell, ArrayBytesCodec):  # type: ignore[misc]
             "subblock_log2": self.subblock_log2,
             "checksum": self.checksum,
             "zstd_level": self.zstd_level,
+            "min_gain": self.min_gain,
         }
 
     def _encode_sync(self, chunk_array: Any, chunk_spec: ArraySpec) -> Any:
