@@ -150,23 +150,24 @@ std::uint32_t crc32c(std::uint32_t crc, const void* data, std::size_t len) {
 }
 
 std::uint32_t crc32c_combine(std::uint32_t crc_a, std::uint32_t crc_b, std::uint64_t len_b) {
-  // Append len_b zero bytes to A's register with the zero-operator matrices
-  // (squared repeatedly: 1, 2, 4, ... bytes), then xor in B.
-  if (len_b == 0) return crc_a;
-  std::uint32_t odd[32], even[32];
-  odd[0] = kPoly;  // operator for one zero bit
-  for (int n = 1; n < 32; ++n) odd[n] = 1u << (n - 1);
-  gf2_square(even, odd);  // two zero bits
-  gf2_square(odd, even);  // four zero bits
-  do {
-    gf2_square(even, odd);  // one zero byte, then 4, 16, ...
-    if (len_b & 1u) crc_a = gf2_times(even, crc_a);
-    len_b >>= 1;
-    if (!len_b) break;
-    gf2_square(odd, even);
-    if (len_b & 1u) crc_a = gf2_times(odd, crc_a);
-    len_b >>= 1;
-  } while (len_b);
+  // Advance A's register over len_b zero bytes, then xor in B. The operators
+  // for 2^i zero bytes are squared once, on first use: a combine is then one
+  // 32x32 GF(2) matrix-vector product per set bit of len_b.
+  struct Powers {
+    std::uint32_t op[64][32];
+    Powers() {
+      std::uint32_t bit[32], tmp[32];
+      bit[0] = kPoly;  // one zero bit
+      for (int n = 1; n < 32; ++n) bit[n] = 1u << (n - 1);
+      gf2_square(tmp, bit);      // 2 bits
+      gf2_square(bit, tmp);      // 4 bits
+      gf2_square(op[0], bit);    // 8 bits: one byte
+      for (int i = 1; i < 64; ++i) gf2_square(op[i], op[i - 1]);
+    }
+  };
+  static const Powers powers;
+  for (int i = 0; len_b; ++i, len_b >>= 1)
+    if (len_b & 1u) crc_a = gf2_times(powers.op[i], crc_a);
   return crc_a ^ crc_b;
 }
 

@@ -72,6 +72,15 @@ std::uint8_t* scratch_buffer(std::size_t bytes) {
   return buf.data();
 }
 
+// The planes of a whole (small) tensor, for the decoder's fine-grained path.
+// Separate from scratch_buffer: the thread holding it waits in parallel_for,
+// and may run other callers' chunk tasks (which use scratch_buffer) meanwhile.
+std::uint8_t* tensor_planes_buffer(std::size_t bytes) {
+  thread_local std::vector<std::uint8_t> buf;
+  if (buf.size() < bytes) buf.resize(bytes);
+  return buf.data();
+}
+
 // One encoded chunk of one plane.
 struct ChunkOut {
   ChunkMode mode = ChunkMode::raw;
@@ -423,53 +432,67 @@ Status frame_decode(void* dst, std::size_t dst_cap, const void* src, std::size_t
   if (chunks < static_cast<std::size_t>(workers) && workers > 1) {
     // Few chunks (a small tensor): split the work finer, down to pairs of
     // rANS sub-blocks, so that every thread has some. Planes go to a buffer
-    // of the whole tensor (small here), then are checked and merged.
-    std::vector<std::uint8_t> planes(fused ? k * n : 0);
-    std::uint8_t* base = fused ? planes.data() : out;
+    // of the whole tensor (small here; raw chunks are used in place), then
+    // are merged. Each task checksums what it wrote; the CRCs are joined in
+    // index order below.
+    std::uint8_t* base = fused ? tensor_planes_buffer(k * n) : out;
     auto target = [&](std::size_t idx) {
       return base + info.chunks[idx].plane * n + (info.chunks[idx].index << kChunkLog2);
     };
+    std::vector<const std::uint8_t*> view(info.chunks.size(), nullptr);
     std::vector<detail::RansChunkDecoder> decoders(info.chunks.size());
     struct Task {
       std::size_t idx, first, last;  // a rANS sub-block range, or a whole chunk (last == 0)
+      std::uint32_t crc;
+      std::size_t len;
     };
     std::vector<Task> tasks;
+    const std::size_t block = std::size_t(1) << info.subblock_log2;
     for (std::size_t idx = 0; idx < info.chunks.size(); ++idx) {
       const ChunkRef& r = info.chunks[idx];
       if (r.mode != ChunkMode::rans) {
-        tasks.push_back({idx, 0, 0});
+        tasks.push_back({idx, 0, 0, 0, r.symbols});
         continue;
       }
       if (!decoders[idx].prepare(target(idx), r.symbols, in + r.offset, r.length, info.precision,
                                  info.subblock_log2, &errors[idx]))
         return where(&errors[idx], r), *err = errors[idx], err->status;
-      for (std::size_t b = 0; b < decoders[idx].subblocks(); b += 2)
-        tasks.push_back({idx, b, std::min(b + 2, decoders[idx].subblocks())});
+      for (std::size_t b = 0; b < decoders[idx].subblocks(); b += 2) {
+        const std::size_t last = std::min(b + 2, decoders[idx].subblocks());
+        tasks.push_back({idx, b, last, 0, std::min<std::size_t>(last * block, r.symbols) - b * block});
+      }
     }
     std::vector<Error> task_errors(tasks.size());
     parallel_for(tasks.size(), threads, [&](std::size_t i) {
-      const Task& task = tasks[i];
+      Task& task = tasks[i];
       const ChunkRef& r = info.chunks[task.idx];
+      const std::uint8_t* data = target(task.idx) + task.first * block;
       if (task.last == 0) {
-        decode_one(r.plane, r.index, target(task.idx), nullptr, false);
+        if (!decode_one(r.plane, r.index, target(task.idx), fused ? &view[task.idx] : nullptr,
+                        false))
+          return;
+        if (view[task.idx]) data = view[task.idx];
+      } else if (!decoders[task.idx].decode(task.first, task.last, &task_errors[i])) {
+        where(&task_errors[i], r);
         return;
       }
-      if (!decoders[task.idx].decode(task.first, task.last, &task_errors[i]))
-        where(&task_errors[i], r);
+      if (info.has_checksum) task.crc = crc32c(0, data, task.len);
     });
     for (const Error& e : task_errors)
       if (e.status != Status::ok) return *err = e, err->status;
     for (const Error& e : errors)
       if (e.status != Status::ok) return *err = e, err->status;
-    parallel_for(info.chunks.size(), threads, [&](std::size_t idx) {
-      if (info.has_checksum) crcs[idx] = crc32c(0, target(idx), info.chunks[idx].symbols);
-    });
+    // Fold the tasks' CRCs into per-chunk CRCs (tasks run in index order).
+    for (const Task& task : tasks)
+      crcs[task.idx] = task.first == 0 ? task.crc : crc32c_combine(crcs[task.idx], task.crc, task.len);
     if (fused)
       parallel_for(chunks, threads, [&](std::size_t c) {
-        const std::size_t first = c << kChunkLog2;
         const std::uint8_t* ptrs[256];
-        for (unsigned j = 0; j < k; ++j) ptrs[j] = planes.data() + j * n + first;
-        kern.merge_ptrs(out + first * k, ptrs, chunk_symbols(n, c), k, layout);
+        for (unsigned j = 0; j < k; ++j) {
+          const std::size_t idx = std::size_t(j) * chunks + c;
+          ptrs[j] = view[idx] ? view[idx] : target(idx);
+        }
+        kern.merge_ptrs(out + (c << kChunkLog2) * k, ptrs, chunk_symbols(n, c), k, layout);
       });
   } else {
     parallel_for(chunks, threads, [&](std::size_t c) {
@@ -479,9 +502,24 @@ Status frame_decode(void* dst, std::size_t dst_cap, const void* src, std::size_t
       const std::uint8_t* ptrs[256];
       for (unsigned j = 0; j < k; ++j) {
         std::uint8_t* t = fused ? scratch + std::size_t(j) * m : out + j * n + first;
-        if (!decode_one(j, c, t, fused ? &ptrs[j] : nullptr, true)) return;
+        if (!decode_one(j, c, t, fused ? &ptrs[j] : nullptr, !fused)) return;
       }
-      if (fused) kern.merge_ptrs(out + first * k, ptrs, m, k, layout);
+      if (!fused) return;
+      // Checksum and merge block by block, so each block is read from memory
+      // once (raw chunks come straight from the frame) and the merge finds it
+      // in L1.
+      constexpr std::size_t kBlock = 24576;  // whole 3 x 4 KiB lanes of the CRC kernel
+      std::uint32_t crc[256] = {0};
+      const std::uint8_t* at[256];
+      for (std::size_t off = 0; off < m; off += kBlock) {
+        const std::size_t len = std::min(kBlock, m - off);
+        for (unsigned j = 0; j < k; ++j) {
+          at[j] = ptrs[j] + off;
+          if (info.has_checksum) crc[j] = crc32c(crc[j], at[j], len);
+        }
+        kern.merge_ptrs(out + (first + off) * k, at, len, k, layout);
+      }
+      for (unsigned j = 0; j < k; ++j) crcs[std::size_t(j) * chunks + c] = crc[j];
     });
   }
   for (const Error& e : errors)

@@ -48,6 +48,7 @@ class Pool {
       std::lock_guard<std::mutex> lock(mu_);
       // One queue entry per helper: each wakes one worker, which drains the job.
       for (int i = 0; i < helpers; ++i) queue_.push_back(&job);
+      pending_.fetch_add(helpers, std::memory_order_relaxed);
     }
     cv_.notify_all();
     job.work();
@@ -71,7 +72,12 @@ class Pool {
       {
         std::lock_guard<std::mutex> lock(mu_);
         for (auto it = queue_.begin(); it != queue_.end();) {
-          it = (*it == &job) ? queue_.erase(it) : it + 1;
+          if (*it == &job) {
+            it = queue_.erase(it);
+            pending_.fetch_sub(1, std::memory_order_relaxed);
+          } else {
+            ++it;
+          }
         }
         if (std::find(active_.begin(), active_.end(), &job) == active_.end()) return;
       }
@@ -82,6 +88,10 @@ class Pool {
  private:
   void loop() {
     for (;;) {
+      // Spin briefly before sleeping: decoding a model is many short
+      // parallel_for calls in a row, and a wake-up costs more than a chunk.
+      for (int spin = 0; spin < 20000 && pending_.load(std::memory_order_relaxed) == 0; ++spin)
+        std::this_thread::yield();
       Job* job;
       {
         std::unique_lock<std::mutex> lock(mu_);
@@ -98,6 +108,7 @@ class Pool {
   Job* take_locked() {
     Job* job = queue_.front();
     queue_.pop_front();
+    pending_.fetch_sub(1, std::memory_order_relaxed);
     active_.push_back(job);
     return job;
   }
@@ -112,6 +123,7 @@ class Pool {
   std::condition_variable cv_;
   std::deque<Job*> queue_;
   std::vector<Job*> active_;
+  std::atomic<int> pending_{0};  // queue_.size(), readable without the lock
 };
 
 std::mutex g_pool_mu;
