@@ -429,7 +429,7 @@ Status frame_decode(void* dst, std::size_t dst_cap, const void* src, std::size_t
     return true;
   };
   const int workers = resolve_threads(threads);
-  if (chunks < static_cast<std::size_t>(workers) && workers > 1) {
+  if (chunks < 4 * static_cast<std::size_t>(workers) && workers > 1) {
     // Few chunks (a small tensor): split the work finer, down to pairs of
     // rANS sub-blocks, so that every thread has some. Planes go to a buffer
     // of the whole tensor (small here; raw chunks are used in place), then

@@ -256,8 +256,8 @@ bool RansChunkDecoder::prepare(std::uint8_t* dst, std::size_t m, const std::uint
 bool RansChunkDecoder::decode(std::size_t first, std::size_t last, Error* err) {
   const auto simd = rans_simd_kernel();
   if (simd)
-    for (std::size_t b = first; b < last; b += 2)
-      simd(&lanes_[b], std::min<std::size_t>(2, last - b), table_.data(), precision_);
+    for (std::size_t b = first; b < last; b += 4)
+      simd(&lanes_[b], std::min<std::size_t>(4, last - b), table_.data(), precision_);
   for (std::size_t b = first; b < last; ++b)
     if (!rans_finish_subblock(lanes_[b], std::min(block_, m_ - b * block_), table_.data(),
                               precision_, b, err))

@@ -98,16 +98,18 @@ NNC_AVX2 void rans_decode_steps_avx2(RansLanes* blocks, std::size_t count,
   k.freq_mask = _mm256_set1_epi32(0xFFF);
   k.order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
   k.shift = _mm_cvtsi32_si128(static_cast<int>(precision));
-  if (count >= 2) {
+  for (std::size_t p = 0; p + 1 < count; p += 2) {
+    RansLanes& a = blocks[p];
+    RansLanes& b = blocks[p + 1];
     __m256i xa[4], xb[4];
-    load(blocks[0], xa);
-    load(blocks[1], xb);
-    while (can_step(blocks[0]) && can_step(blocks[1])) {
-      step(blocks[0], xa, table, k);
-      step(blocks[1], xb, table, k);
+    load(a, xa);
+    load(b, xb);
+    while (can_step(a) && can_step(b)) {
+      step(a, xa, table, k);
+      step(b, xb, table, k);
     }
-    store(blocks[0], xa);
-    store(blocks[1], xb);
+    store(a, xa);
+    store(b, xb);
   }
   for (std::size_t i = 0; i < count; ++i) {
     __m256i x[4];

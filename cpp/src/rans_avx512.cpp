@@ -72,6 +72,21 @@ NNC_AVX512 void rans_decode_steps_avx512(RansLanes* blocks, std::size_t count,
   k.low = _mm512_set1_epi32(static_cast<int>(rans::kStateLow));
   k.freq_mask = _mm512_set1_epi32(0xFFF);
   k.shift = _mm_cvtsi32_si128(static_cast<int>(precision));
+  if (count >= 4) {
+    __m512i x[4][2];
+    for (int i = 0; i < 4; ++i) {
+      x[i][0] = _mm512_loadu_si512(blocks[i].state);
+      x[i][1] = _mm512_loadu_si512(blocks[i].state + 16);
+    }
+    while (can_step(blocks[0]) && can_step(blocks[1]) && can_step(blocks[2]) &&
+           can_step(blocks[3])) {
+      for (int i = 0; i < 4; ++i) step512(blocks[i], x[i][0], x[i][1], table, k);
+    }
+    for (int i = 0; i < 4; ++i) {
+      _mm512_storeu_si512(blocks[i].state, x[i][0]);
+      _mm512_storeu_si512(blocks[i].state + 16, x[i][1]);
+    }
+  }
   if (count >= 2) {
     __m512i a0 = _mm512_loadu_si512(blocks[0].state), a1 = _mm512_loadu_si512(blocks[0].state + 16);
     __m512i b0 = _mm512_loadu_si512(blocks[1].state), b1 = _mm512_loadu_si512(blocks[1].state + 16);

@@ -21,9 +21,10 @@ struct RansLanes {
 bool rans_avx2_available();
 bool rans_avx512_available();
 
-// Decode whole steps of up to two sub-blocks at once (independent streams
-// interleaved to hide the gather and multiply latency), each until its whole
-// steps are done or fewer than 32 of its words remain. Updates t, wi, state.
+// Decode whole steps of `count` sub-blocks (up to four at once: independent
+// streams interleaved to hide the gather and multiply latency), each until
+// its whole steps are done or fewer than 32 of its words remain. Updates t,
+// wi, state.
 void rans_decode_steps_avx2(RansLanes* blocks, std::size_t count, const std::uint32_t* table,
                             unsigned precision);
 // The same with AVX-512 (F, BW, VL, VBMI2): 16 lanes a vector, expand-load refills.
