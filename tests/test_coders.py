@@ -233,3 +233,22 @@ def test_zstd_chunks_hold_no_redundant_bytes() -> None:
     assert not payload.startswith(b"\x28\xb5\x2f\xfd")  # no zstd magic: the index says it
     plain = zstandard.ZstdCompressor(level=3).compress(text.tobytes())
     assert len(payload) < len(plain)
+
+
+def test_every_rans_decoder_variant_gives_the_same_bytes() -> None:
+    from nncodecs import _core
+
+    data = np.concatenate([skewed(700_001, 9), skewed(5_000, 10)])
+    frames = [NumcodecsRans(planes=1, subblock_log2=sb).encode(data) for sb in (12, 14, 16)]
+    variants = _core.rans_variants()
+    assert "scalar" in variants
+    try:
+        for variant in variants:
+            _core._set_rans_variant(variant)
+            for frame in frames:
+                for threads in (1, 2, 3):
+                    assert bytes(NumcodecsRans(threads=threads).decode(frame)) == data.tobytes()
+    finally:
+        _core._set_rans_variant("auto")
+    with pytest.raises(ValueError, match="unknown or not available"):
+        _core._set_rans_variant("neon")

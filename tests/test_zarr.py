@@ -16,7 +16,7 @@ from harness import ALL_DTYPES, FIXTURES, FLOATS, np_dtype, random_array, same_b
 from zarr.codecs import ZstdCodec
 from zarr.storage import LocalStore, MemoryStore, ZipStore
 
-from nncodecs import BitReorder, Planes
+from nncodecs import Auto, BitReorder, Huffman, Planes, Rans, Weights
 
 CHAINS = {
     "reorder+planes": {"filters": [BitReorder()], "serializer": Planes()},
@@ -182,3 +182,96 @@ def test_committed_zarr_stores_still_decode() -> None:
         z = zarr.open_array(LocalStore(path, read_only=True), mode="r")
         assert z.dtype == dt
         assert same_bits(z[:], expected), path.name
+
+
+CODER_CHAINS = {
+    "weights": {"filters": (), "serializer": Weights(), "compressors": None},
+    "weights-rans": {"filters": (), "serializer": Weights(coder="rans"), "compressors": None},
+    "reorder+planes+rans": {
+        "filters": [BitReorder()],
+        "serializer": Planes(),
+        "compressors": [Rans()],
+    },
+    "reorder+planes+huffman": {
+        "filters": [BitReorder()],
+        "serializer": Planes(),
+        "compressors": [Huffman()],
+    },
+    "reorder+planes+auto": {
+        "filters": [BitReorder()],
+        "serializer": Planes(),
+        "compressors": [Auto()],
+    },
+}
+
+
+@pytest.mark.parametrize("sharded", [False, True], ids=["unsharded", "sharded"])
+@pytest.mark.parametrize("store_kind", ["local", "memory", "zip"])
+@pytest.mark.parametrize("chain", CODER_CHAINS)
+@pytest.mark.parametrize("name", ALL_DTYPES)
+def test_coder_round_trip(
+    name: str, chain: str, store_kind: str, sharded: bool, tmp_path: Path
+) -> None:
+    arr = sample(name)
+    store = open_store(store_kind, tmp_path)
+    z = zarr.create_array(
+        store,
+        shape=SHAPE,
+        dtype=arr.dtype,
+        chunks=(16, 16),
+        shards=(32, 32) if sharded else None,
+        **CODER_CHAINS[chain],
+    )
+    z[:] = arr
+    assert same_bits(z[:], arr)
+    assert same_bits(z[3:41, 5:30], arr[3:41, 5:30])
+    if store_kind == "zip":
+        store.close()
+        store = ZipStore(tmp_path / "a.zarr.zip", mode="r")
+    again = zarr.open_array(store, mode="r")
+    assert same_bits(again[:], arr)
+    assert same_bits(again[49, :], arr[49, :])
+
+
+def test_weights_chunks_equal_the_chain_and_fill_in_the_settings() -> None:
+    arr = sample("bfloat16")
+    whole = {"shape": SHAPE, "dtype": arr.dtype, "chunks": SHAPE}
+    a = zarr.create_array(
+        MemoryStore(), serializer=Weights(coder="rans"), compressors=None, **whole
+    )
+    a[:] = arr
+    (codec,) = a.metadata.to_dict()["codecs"]
+    assert codec["name"] == "nncodecs.weights"
+    assert codec["configuration"] == {
+        "coder": "rans",
+        "dtype": "bfloat16",
+        "precision": 11,
+        "subblock_log2": 16,
+        "checksum": True,
+        "zstd_level": 3,
+        "min_gain": 0.05,
+    }
+    chain = {"filters": [BitReorder()], "serializer": Planes(), "compressors": [Rans()]}
+    b = zarr.create_array(MemoryStore(), **chain, **whole)
+    b[:] = arr
+    assert b.metadata.to_dict()["codecs"][2]["configuration"]["planes"] == 2
+    chunk_a = a.store_path.store._store_dict["c/0/0"].to_bytes()
+    chunk_b = b.store_path.store._store_dict["c/0/0"].to_bytes()
+    assert chunk_a == chunk_b
+
+
+def test_weights_array_opens_in_a_fresh_process(tmp_path: Path) -> None:
+    arr = sample("float8_e4m3fn")
+    path = tmp_path / "w.zarr"
+    z = zarr.create_array(LocalStore(path), shape=SHAPE, dtype=arr.dtype, chunks=(16, 16),
+                          serializer=Weights(), compressors=None)  # fmt: skip
+    z[:] = arr
+    code = (
+        "import sys, zarr\n"
+        f"a = zarr.open_array({str(path)!r}, mode='r')[:]\n"
+        "sys.stdout.write(a.dtype.name + ' ' + a.tobytes().hex())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    dtype, hexbytes = out.stdout.split()
+    assert dtype == "float8_e4m3fn"
+    assert bytes.fromhex(hexbytes) == arr.tobytes()
