@@ -1,8 +1,8 @@
-// AVX-512 rANS decoding of whole 32-lane steps: two vectors of 16 lanes, and
-// one masked expand-load (VBMI2) that hands each refilling lane its word in
-// lane order. Two sub-blocks decode interleaved to hide latency. Compiled
-// through target attributes; chosen at run time over AVX2 where the CPU has
-// AVX-512 F, BW and VBMI2.
+// AVX-512 rANS decoding of whole 32-lane steps: two vectors of 16 lanes, a
+// dword expand that hands each refilling lane its word in lane order, and a
+// byte permutation (VBMI) that packs the 32 symbols. Four sub-blocks decode
+// interleaved to hide latency. Compiled through target attributes; chosen at
+// run time over AVX2 where the CPU has AVX-512 F, BW, VL and VBMI.
 #include "rans_simd.h"
 
 #if defined(__x86_64__) || defined(_M_X64)
@@ -14,14 +14,15 @@
 // GCC 12 warns about its own gather / pmovdb intrinsics (a false positive).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
-#define NNC_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi2,popcnt")))
+#define NNC_AVX512 \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi,popcnt")))
 
 namespace nnc {
 namespace detail {
 namespace {
 
 struct Consts512 {
-  __m512i mask, low, freq_mask;
+  __m512i mask, low, freq_mask, low_bytes;
   __m128i shift;
 };
 
@@ -29,9 +30,10 @@ NNC_AVX512 inline void step512(RansLanes& b, __m512i& x0, __m512i& x1, const std
                                const Consts512& k) {
   const __m512i e0 = _mm512_i32gather_epi32(_mm512_and_si512(x0, k.mask), table, 4);
   const __m512i e1 = _mm512_i32gather_epi32(_mm512_and_si512(x1, k.mask), table, 4);
-  // Symbols: the low byte of each entry, 16 + 16 bytes.
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(b.out + 32 * b.t), _mm512_cvtepi32_epi8(e0));
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(b.out + 32 * b.t + 16), _mm512_cvtepi32_epi8(e1));
+  // Symbols: the low byte of each of the 32 entries, gathered by one byte
+  // permutation across both vectors (VBMI).
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(b.out + 32 * b.t),
+                      _mm512_castsi512_si256(_mm512_permutex2var_epi8(e0, k.low_bytes, e1)));
   const __m512i y0 = _mm512_add_epi32(
       _mm512_mullo_epi32(_mm512_and_si512(_mm512_srli_epi32(e0, 8), k.freq_mask),
                          _mm512_srl_epi32(x0, k.shift)),
@@ -43,12 +45,15 @@ NNC_AVX512 inline void step512(RansLanes& b, __m512i& x0, __m512i& x1, const std
   const __mmask16 m0 = _mm512_cmplt_epu32_mask(y0, k.low);
   const __mmask16 m1 = _mm512_cmplt_epu32_mask(y1, k.low);
   const __mmask32 m = static_cast<__mmask32>(m0) | (static_cast<__mmask32>(m1) << 16);
-  // Lane i of the 32 gets the next word if it refills, in lane order.
-  // (The register form: an expand-load from memory is microcoded on AMD; the
-  // 64-byte load is in bounds, since a step starts with >= 32 words left.)
-  const __m512i w = _mm512_maskz_expand_epi16(m, _mm512_loadu_si512(b.words + 2 * b.wi));
-  const __m512i w0 = _mm512_cvtepu16_epi32(_mm512_castsi512_si256(w));
-  const __m512i w1 = _mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(w, 1));
+  // Lane i of the 32 gets the next word if it refills, in lane order: the
+  // words widened to dwords, then expanded into the refilling lanes.
+  const std::size_t w1_at = b.wi + static_cast<std::size_t>(_mm_popcnt_u32(m0));
+  const __m512i w0 = _mm512_maskz_expand_epi32(
+      m0, _mm512_cvtepu16_epi32(
+              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.words + 2 * b.wi))));
+  const __m512i w1 = _mm512_maskz_expand_epi32(
+      m1, _mm512_cvtepu16_epi32(
+              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.words + 2 * w1_at))));
   x0 = _mm512_mask_or_epi32(y0, m0, _mm512_slli_epi32(y0, 16), w0);
   x1 = _mm512_mask_or_epi32(y1, m1, _mm512_slli_epi32(y1, 16), w1);
   b.wi += static_cast<std::size_t>(_mm_popcnt_u32(m));
@@ -61,7 +66,7 @@ inline bool can_step(const RansLanes& b) { return b.t < b.steps && b.nwords - b.
 
 bool rans_avx512_available() {
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vbmi2") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vbmi") &&
          __builtin_cpu_supports("popcnt");
 }
 
@@ -71,6 +76,9 @@ NNC_AVX512 void rans_decode_steps_avx512(RansLanes* blocks, std::size_t count,
   k.mask = _mm512_set1_epi32((1 << precision) - 1);
   k.low = _mm512_set1_epi32(static_cast<int>(rans::kStateLow));
   k.freq_mask = _mm512_set1_epi32(0xFFF);
+  alignas(64) std::uint8_t pick[64] = {};
+  for (int i = 0; i < 32; ++i) pick[i] = static_cast<std::uint8_t>(4 * i);  // byte 0 of dword i
+  k.low_bytes = _mm512_load_si512(pick);
   k.shift = _mm_cvtsi32_si128(static_cast<int>(precision));
   if (count >= 4) {
     __m512i x[4][2];

@@ -27,7 +27,7 @@ bool rans_avx512_available();
 // wi, state.
 void rans_decode_steps_avx2(RansLanes* blocks, std::size_t count, const std::uint32_t* table,
                             unsigned precision);
-// The same with AVX-512 (F, BW, VL, VBMI2): 16 lanes a vector, expand-load refills.
+// The same with AVX-512 (F, BW, VL, VBMI): 16 lanes a vector, expand refills.
 void rans_decode_steps_avx512(RansLanes* blocks, std::size_t count, const std::uint32_t* table,
                               unsigned precision);
 
