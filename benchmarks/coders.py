@@ -18,6 +18,12 @@ Usage: ``python benchmarks/coders.py [--threads 1 2] [--repeat 3] [--json FILE]`
 
 from __future__ import annotations
 
+import os
+
+# Nothing here uses BLAS; its idle threads spinning on a 2-core machine would
+# only add noise to every system's timings.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 import argparse
 import json
 import time
