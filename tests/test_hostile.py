@@ -50,6 +50,9 @@ def sample_frames() -> dict[str, tuple[object, bytes, bytes]]:
     out = {}
     for name, (codec, data) in cases.items():
         out[name] = (codec, data.tobytes(), codec.encode(data))
+    tiny = np.frombuffer(b"tiny tensors become one zstd frame " * 40, np.uint8)
+    out["whole-zstd"] = (NumcodecsAuto(), tiny.tobytes(), NumcodecsAuto().encode(tiny))
+    assert out["whole-zstd"][2].startswith(b"NNCZ")
     w = weights_like("bfloat16", 70000)
     out["weights"] = (
         NumcodecsWeights(dtype="bfloat16"),
@@ -132,6 +135,9 @@ def test_declared_size_larger_than_expected() -> None:
         decode_frame(frame, max_decoded=len(original) - 1)
     with pytest.raises(CorruptDataError, match="expected at most"):
         codec.decode(frame, out=bytearray(len(original) - 1))
+    whole_codec, whole_original, whole = FRAMES["whole-zstd"]
+    with pytest.raises(CorruptDataError, match="expected at most"):
+        whole_codec.decode(whole, out=bytearray(len(whole_original) - 1))
     # A tiny frame claiming an enormous size is refused before any allocation.
     header = bytearray(frame[:7]) + _varint(1 << 60)
     with pytest.raises(CorruptDataError, match="expected at most"):
@@ -151,6 +157,9 @@ def test_declared_size_larger_than_expected() -> None:
         np.random.default_rng(5).integers(0, 256, 4096, dtype=np.uint8).tobytes(),
         b"NNCF\x02\x01\x01\x00",  # a future version
         b"NNCF\x01\x00\x01\x00",  # coder 0
+        b"NNCZ",
+        b"NNCZ" + zstandard.ZstdCompressor().compress(b"x" * 100)[4:] + b"junk",
+        b"NNCZ" + b"\x00" * 40,
     ],
     ids=[
         "empty",
@@ -163,6 +172,9 @@ def test_declared_size_larger_than_expected() -> None:
         "random",
         "v2",
         "coder0",
+        "nncz",
+        "nncz+junk",
+        "nncz-zeros",
     ],
 )
 def test_frames_of_something_else(junk: bytes) -> None:

@@ -39,6 +39,14 @@ __all__ = [
 ]
 
 CHUNK_SYMBOLS = 1 << 18
+#: Magic of the second frame kind: a zstd frame of the whole input, its own
+#: magic replaced by this one (auto writes it for small inputs when smaller).
+WHOLE_MAGIC = b"NNCZ"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+#: auto tries the whole-input zstd frame on inputs up to this many bytes,
+#: and at zstd's level 19 up to TINY_BYTES (biases, norms).
+WHOLE_ZSTD_LIMIT = CHUNK_SYMBOLS
+TINY_BYTES = 1 << 14
 CODERS = ("rans", "huffman", "auto")
 # The most one frame byte can expand to: a constant chunk (2 index bytes)
 # stands for 2^18 bytes. Bounds the allocation of a decoder told no size.
@@ -111,7 +119,7 @@ def _zstd_candidates(planes: np.ndarray, k: int, level: int, threads: int) -> li
             compression_params=_zstd_params(level, piece.nbytes)
         ).compress(piece)
 
-    if len(pieces) > 1 and threads > 1:
+    if len(pieces) > 1 and threads > 1 and planes.nbytes >= 1 << 20:
         with ThreadPoolExecutor(min(threads, len(pieces))) as pool:  # zstd releases the GIL
             return list(pool.map(compress, pieces))
     return [compress(p) for p in pieces]
@@ -147,7 +155,7 @@ def encode_frame(
             _core.planes_split(split, data, planes, layout, threads=threads)
             data, elements, layout = split, False, "none"
         zstd = _zstd_candidates(data, planes, zstd_level, threads)
-    return _core.frame_encode(
+    frame = _core.frame_encode(
         data,
         planes=planes,
         coder=coder,
@@ -160,6 +168,63 @@ def encode_frame(
         zstd=zstd,
         min_gain_permille=round(min_gain * 1000),
     )
+    if coder == "auto" and data.nbytes <= WHOLE_ZSTD_LIMIT:
+        # A small input may do better as one zstd frame, which costs no
+        # header, index or chunk lengths of ours (see docs/format.md).
+        # Tiny inputs get zstd's strongest level: it costs microseconds there.
+        level = max(zstd_level, 19) if data.nbytes <= TINY_BYTES else zstd_level
+        whole = _whole_zstd(data, level, checksum)
+        if len(whole) < len(frame):
+            return whole
+    return frame
+
+
+def _whole_zstd(data: np.ndarray, level: int, checksum: bool) -> bytes:
+    params = zstandard.ZstdCompressionParameters.from_level(
+        level,
+        source_size=data.nbytes,
+        format=zstandard.FORMAT_ZSTD1_MAGICLESS,
+        write_content_size=True,
+        write_checksum=checksum,
+        write_dict_id=False,
+    )
+    return WHOLE_MAGIC + zstandard.ZstdCompressor(compression_params=params).compress(data)
+
+
+def _whole_zstd_size(src: np.ndarray, limit: int) -> int:
+    """The decoded size a whole-input zstd frame declares, checked against ``limit``."""
+    try:
+        declared = zstandard.frame_content_size(ZSTD_MAGIC + src[4:22].tobytes())
+    except zstandard.ZstdError as exc:
+        raise CorruptDataError(f"whole-input zstd frame: bad zstd header ({exc})") from exc
+    if declared < 0:
+        raise CorruptDataError("whole-input zstd frame: no decoded size in its zstd header")
+    if declared > limit:
+        raise CorruptDataError(
+            f"whole-input zstd frame declares {declared} decoded bytes, expected at most {limit}"
+        )
+    return int(declared)
+
+
+def _decode_whole_zstd(src: np.ndarray, limit: int) -> np.ndarray:
+    size = _whole_zstd_size(src, limit)
+    # libzstd stops a frame whose output passes its declared size (checked
+    # against `limit` above), so this allocates at most one block more; the
+    # stream object also tells truncation and trailing bytes apart.
+    stream = zstandard.ZstdDecompressor(format=zstandard.FORMAT_ZSTD1_MAGICLESS).decompressobj()
+    try:
+        raw = stream.decompress(src[4:].tobytes())
+    except zstandard.ZstdError as exc:
+        raise CorruptDataError(f"whole-input zstd frame: corrupt zstd data ({exc})") from exc
+    if not stream.eof:
+        raise CorruptDataError("whole-input zstd frame: truncated zstd data")
+    if stream.unused_data:
+        raise CorruptDataError(
+            f"whole-input zstd frame: {len(stream.unused_data)} bytes after its zstd frame"
+        )
+    if len(raw) != size:
+        raise CorruptDataError(f"whole-input zstd frame: {len(raw)} bytes, declared {size}")
+    return np.frombuffer(raw, dtype=np.uint8)
 
 
 def frame_info(buf: Any, max_decoded: int | None = None) -> dict[str, Any]:
@@ -170,12 +235,16 @@ def frame_info(buf: Any, max_decoded: int | None = None) -> dict[str, Any]:
     """
     src = _source(buf)
     bound = max_ratio_bound(src.nbytes) if max_decoded is None else max_decoded
-    return _core.frame_info(src, bound)
+    if src[:4].tobytes() == WHOLE_MAGIC:
+        return {"kind": "zstd", "decoded_len": _whole_zstd_size(src, bound), "chunks": []}
+    return {"kind": "chunked", **_core.frame_info(src, bound)}
 
 
 def frame_decoded_len(buf: Any) -> int:
     """The decoded length a (checked) frame declares."""
     src = _source(buf)
+    if src[:4].tobytes() == WHOLE_MAGIC:
+        return _whole_zstd_size(src, max_ratio_bound(src.nbytes))
     return int(_core.frame_summary(src, max_ratio_bound(src.nbytes))[0])
 
 
@@ -191,14 +260,15 @@ def decode_frame(
     max_decoded: int | None = None,
     elements: bool = False,
     layout: str = "none",
+    planes: int | None = None,
     threads: int | None = None,
 ) -> np.ndarray:
     """Decode a frame into a new uint8 array, or into ``out`` (without a copy when contiguous).
 
     ``max_decoded`` bounds the size the frame may declare (default: the size
     of ``out``, or the most its length can honestly stand for). With
-    ``elements=True`` the output holds elements: the merge (and the inverse
-    reorder of a float ``layout``) runs fused.
+    ``elements=True`` the output holds elements of ``planes`` bytes: the
+    merge (and the inverse reorder of a float ``layout``) runs fused.
     """
     src = _source(buf)
     target = None
@@ -208,6 +278,8 @@ def decode_frame(
         if arr.flags.c_contiguous and arr.flags.writeable:
             target = arr.reshape(-1).view(np.uint8)
         limit = min(limit, arr.nbytes)
+    if src[:4].tobytes() == WHOLE_MAGIC:
+        return _decode_whole(src, limit, target, out, elements, layout, planes)
     decoded_len, _, zstd_chunks = _core.frame_summary(src, limit)
     zstd_decoded = _decode_zstd_chunks(src, _core.frame_info(src, limit)) if zstd_chunks else None
     direct = target is not None
@@ -229,6 +301,37 @@ def decode_frame(
     if out is not None and not direct:
         _copy_out(target, as_array(out))
     return target
+
+
+def _decode_whole(
+    src: np.ndarray,
+    limit: int,
+    target: np.ndarray | None,
+    out: Any,
+    elements: bool,
+    layout: str,
+    planes: int | None,
+) -> np.ndarray:
+    """Decode the whole-input zstd kind: zstd gives the planes, then the merge if asked."""
+    decoded = _decode_whole_zstd(src, limit)
+    if target is not None and target.nbytes != decoded.nbytes:
+        raise CorruptDataError(
+            f"frame decodes to {decoded.nbytes} bytes, the output holds {target.nbytes}"
+        )
+    if elements:
+        if planes is None:
+            raise ValueError("decoding elements needs the element size (planes=)")
+        if decoded.nbytes % planes:
+            raise CorruptDataError(f"{decoded.nbytes} decoded bytes are not {planes} planes")
+        merged = target if target is not None else np.empty(decoded.nbytes, dtype=np.uint8)
+        _core.planes_merge(merged, decoded, planes, layout)
+        decoded = merged
+    elif target is not None:
+        np.copyto(target, decoded)
+        decoded = target
+    if out is not None and target is None:
+        _copy_out(decoded, as_array(out))
+    return decoded
 
 
 def _copy_out(decoded: np.ndarray, out: np.ndarray) -> None:

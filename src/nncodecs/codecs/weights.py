@@ -93,6 +93,7 @@ def decode_weights(
         max_decoded=nbytes,
         elements=True,
         layout=float_layout(target),
+        planes=target.itemsize,
         threads=threads,
     )
     if native != target:
