@@ -58,9 +58,13 @@ test-312: $(V312)/.deps
 	$(V312)/bin/pip install $(PIP_QUIET) --no-build-isolation .
 	$(V312)/bin/python -m pytest tests $$($(V312)/bin/python $(PKG_DIR)) --doctest-modules
 
+# Benchmarks (not part of the tests): the transforms against NumPy and memcpy,
+# and the coders on the real model against zstd and ZipNN (installed here).
 bench: $(V311)/.deps
 	$(V311)/bin/pip install $(PIP_QUIET) --no-build-isolation .
+	$(V311)/bin/pip install $(PIP_QUIET) zipnn==0.5.4
 	$(V311)/bin/python benchmarks/transforms.py
+	$(V311)/bin/python benchmarks/coders.py
 
 clean:
 	rm -rf build .venv demo-out
