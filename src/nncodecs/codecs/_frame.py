@@ -21,7 +21,7 @@ from zarr.abc.codec import BytesBytesCodec
 from zarr.core.array_spec import ArraySpec
 
 from nncodecs import _core
-from nncodecs.codecs._shell import ZarrShell, as_array, get_threads
+from nncodecs.codecs._shell import NumcodecsParams, ZarrShell, as_array, get_threads
 from nncodecs.errors import CorruptDataError
 
 __all__ = [
@@ -367,7 +367,7 @@ def _decode_zstd_chunks(src: np.ndarray, info: dict[str, Any]) -> np.ndarray | N
 # -- the shells every frame codec shares -------------------------------------------------
 
 
-class NumcodecsFrameCodec(Codec):
+class NumcodecsFrameCodec(NumcodecsParams, Codec):
     """numcodecs shell of a frame coder; a subclass sets ``codec_id``, ``coder``, ``_params``.
 
     Bytes in (any buffer; its bytes are ``planes`` equal planes), a frame out.
@@ -419,15 +419,6 @@ class NumcodecsFrameCodec(Codec):
     def decode(self, buf: Any, out: Any = None) -> Any:
         dec = decode_frame(buf, out=out, threads=self.threads)
         return dec if out is None else out
-
-    def get_config(self) -> dict[str, Any]:
-        return {"id": self.codec_id, **{p: getattr(self, p) for p in self._params}}
-
-    def __repr__(self) -> str:
-        args = [f"{p}={getattr(self, p)!r}" for p in self._params]
-        if self.threads is not None:
-            args.append(f"threads={self.threads!r}")
-        return f"{type(self).__name__}({', '.join(args)})"
 
 
 def _check_bool(name: str, value: Any) -> bool:

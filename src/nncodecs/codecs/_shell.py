@@ -18,6 +18,8 @@ from zarr.core.common import parse_named_configuration
 from nncodecs.dtypes import as_numpy, native_dtype
 
 __all__ = [
+    "DtypeFromArray",
+    "NumcodecsParams",
     "ZarrShell",
     "array_module",
     "as_array",
@@ -115,6 +117,50 @@ def as_byte_view(arr: Any) -> Any:
     xp = array_module(arr)
     flat = xp.ascontiguousarray(arr).reshape(-1)
     return flat.view(xp.uint8)
+
+
+class DtypeFromArray:
+    """Mixin of Zarr codecs whose ``dtype`` setting the array fills in (and must match)."""
+
+    codec_id: ClassVar[str]
+    dtype: str | None
+
+    def _array_dtype(self, zdtype: Any) -> str:
+        from nncodecs.dtypes import dtype_name
+
+        name = dtype_name(zdtype.to_native_dtype())
+        if self.dtype is not None and self.dtype != name:
+            raise ValueError(
+                f"{self.codec_id}: configured for {self.dtype}, the array holds {name}"
+            )
+        return name
+
+    def evolve_from_array_spec(self, array_spec: Any) -> Any:
+        name = self._array_dtype(array_spec.dtype)
+        return self if self.dtype == name else dataclasses.replace(self, dtype=name)  # type: ignore[type-var]
+
+    def validate(self, *, shape: Any, dtype: Any, chunk_grid: Any) -> None:
+        self._array_dtype(dtype)
+
+
+class NumcodecsParams:
+    """Mixin of numcodecs codecs: config and repr from the ``_params`` attributes.
+
+    ``threads`` is a run-time setting: shown by repr when set, never in the config.
+    """
+
+    codec_id: ClassVar[str]
+    _params: ClassVar[tuple[str, ...]]
+    threads: int | None = None
+
+    def get_config(self) -> dict[str, Any]:
+        return {"id": self.codec_id, **{p: getattr(self, p) for p in self._params}}
+
+    def __repr__(self) -> str:
+        args = [f"{p}={getattr(self, p)!r}" for p in self._params]
+        if self.threads is not None:
+            args.append(f"threads={self.threads!r}")
+        return f"{type(self).__name__}({', '.join(args)})"
 
 
 class ZarrShell:

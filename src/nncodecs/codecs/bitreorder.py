@@ -24,8 +24,8 @@ array([ 1., -2.], dtype=float32)
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Any, Self
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numcodecs.abc import Codec
@@ -36,6 +36,7 @@ from zarr.core.dtype import parse_data_type
 
 from nncodecs import _core
 from nncodecs.codecs._shell import (
+    DtypeFromArray,
     ZarrShell,
     array_module,
     as_array,
@@ -166,7 +167,7 @@ class NumcodecsBitReorder(Codec):
 
 
 @dataclass(frozen=True)
-class BitReorder(ZarrShell, ArrayArrayCodec):  # type: ignore[misc]
+class BitReorder(ZarrShell, DtypeFromArray, ArrayArrayCodec):  # type: ignore[misc]
     """Zarr v3 codec ``nncodecs.bitreorder`` (array -> array).
 
     Parameters
@@ -191,19 +192,6 @@ class BitReorder(ZarrShell, ArrayArrayCodec):  # type: ignore[misc]
 
     def __init__(self, *, dtype: Any = None) -> None:
         object.__setattr__(self, "dtype", None if dtype is None else dtype_name(dtype))
-
-    def _array_dtype(self, zdtype: Any) -> str:
-        name = dtype_name(zdtype.to_native_dtype())
-        if self.dtype is not None and self.dtype != name:
-            raise ValueError(f"bitreorder: configured for {self.dtype}, the array holds {name}")
-        return name
-
-    def evolve_from_array_spec(self, array_spec: ArraySpec) -> Self:
-        name = self._array_dtype(array_spec.dtype)
-        return self if self.dtype == name else replace(self, dtype=name)
-
-    def validate(self, *, shape: Any, dtype: Any, chunk_grid: Any) -> None:
-        self._array_dtype(dtype)
 
     def resolve_metadata(self, chunk_spec: ArraySpec) -> ArraySpec:
         native = chunk_spec.dtype.to_native_dtype()

@@ -26,8 +26,8 @@ Examples
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
-from typing import Any, Self
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numcodecs.abc import Codec
@@ -45,7 +45,15 @@ from nncodecs.codecs._frame import (
     encode_frame,
     frame_decoded_len,
 )
-from nncodecs.codecs._shell import ZarrShell, as_array, as_byte_view, little_endian, typed_input
+from nncodecs.codecs._shell import (
+    DtypeFromArray,
+    NumcodecsParams,
+    ZarrShell,
+    as_array,
+    as_byte_view,
+    little_endian,
+    typed_input,
+)
 from nncodecs.dtypes import dtype_name, float_layout, native_dtype, normalize_dtype
 
 __all__ = ["NumcodecsWeights", "Weights", "decode_weights", "encode_weights"]
@@ -102,7 +110,7 @@ def decode_weights(
     return dest
 
 
-class NumcodecsWeights(Codec):
+class NumcodecsWeights(NumcodecsParams, Codec):
     """numcodecs codec ``nncodecs.weights``.
 
     Parameters
@@ -175,18 +183,9 @@ class NumcodecsWeights(Codec):
         count = frame_decoded_len(buf) // itemsize
         return decode_weights(buf, dtype, count, threads=self.threads)
 
-    def get_config(self) -> dict[str, Any]:
-        return {"id": self.codec_id, **self._settings()}
-
-    def __repr__(self) -> str:
-        args = [f"{p}={getattr(self, p)!r}" for p in self._params]
-        if self.threads is not None:
-            args.append(f"threads={self.threads!r}")
-        return f"{type(self).__name__}({', '.join(args)})"
-
 
 @dataclass(frozen=True)
-class Weights(ZarrShell, ArrayBytesCodec):  # type: ignore[misc]
+class Weights(ZarrShell, DtypeFromArray, ArrayBytesCodec):  # type: ignore[misc]
     """Zarr v3 codec ``nncodecs.weights`` (array -> bytes serializer).
 
     Use it in place of ``bytes`` (and of any compressor): ``serializer=Weights()``.
@@ -223,19 +222,6 @@ class Weights(ZarrShell, ArrayBytesCodec):  # type: ignore[misc]
         object.__setattr__(self, "checksum", _check_bool("checksum", checksum))
         object.__setattr__(self, "zstd_level", level)
         object.__setattr__(self, "min_gain", check_min_gain(min_gain))
-
-    def _array_dtype(self, zdtype: Any) -> str:
-        name = dtype_name(zdtype.to_native_dtype())
-        if self.dtype is not None and self.dtype != name:
-            raise ValueError(f"{CODEC_ID}: configured for {self.dtype}, the array holds {name}")
-        return name
-
-    def evolve_from_array_spec(self, array_spec: ArraySpec) -> Self:
-        name = self._array_dtype(array_spec.dtype)
-        return self if self.dtype == name else replace(self, dtype=name)
-
-    def validate(self, *, shape: Any, dtype: Any, chunk_grid: Any) -> None:
-        self._array_dtype(dtype)
 
     def _settings(self) -> dict[str, Any]:
         return {
