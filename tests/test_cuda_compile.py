@@ -30,3 +30,34 @@ def test_lane_header_compiles_with_nvcc(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert out.stat().st_size > 0
+
+
+def test_lane_header_compiles_with_nvrtc() -> None:
+    # As CuPy will compile it: the header's text inlined into the kernel
+    # source (CuPy's cache does not hash -I headers), no standard headers.
+    import ctypes
+
+    from conftest import optional_import
+
+    nvrtc = optional_import("nvidia.cuda_nvrtc")
+    libdir = Path(next(iter(nvrtc.__path__))) / "lib"
+    lib = ctypes.CDLL(str(next(libdir.glob("libnvrtc.so.*"))))
+    header = (ROOT / "cpp" / "include" / "nncodecs" / "rans_lane.h").read_text()
+    source = (ROOT / "tests" / "cuda" / "rans_lane_check.cu").read_text()
+    source = source.replace('#include "nncodecs/rans_lane.h"', header)
+    assert "#include <" not in source.split("__CUDACC_RTC__", 1)[1].split("#else", 1)[0]
+    prog = ctypes.c_void_p()
+    assert (
+        lib.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), b"lanes.cu", 0, None, None) == 0
+    )
+    options = (ctypes.c_char_p * 2)(b"--gpu-architecture=sm_90", b"-std=c++17")
+    result = lib.nvrtcCompileProgram(prog, 2, options)
+    size = ctypes.c_size_t()
+    lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
+    log = ctypes.create_string_buffer(size.value)
+    lib.nvrtcGetProgramLog(prog, log)
+    assert result == 0, log.value.decode()
+    cubin = ctypes.c_size_t()
+    assert lib.nvrtcGetCUBINSize(prog, ctypes.byref(cubin)) == 0
+    assert cubin.value > 0
+    lib.nvrtcDestroyProgram(ctypes.byref(prog))
