@@ -35,8 +35,9 @@ from nncodecs.codecs import (
     Weights,
 )
 from nncodecs.codecs._shell import get_threads, set_threads
+from nncodecs.container import Reader, TensorInfo, Writer, merge
 from nncodecs.dtypes import as_numpy, to_torch
-from nncodecs.errors import CorruptDataError, NNCodecsError
+from nncodecs.errors import CorruptDataError, NNCodecsError, NotAContainerError
 
 __version__ = "0.1.0"
 
@@ -46,6 +47,7 @@ __all__ = [
     "CorruptDataError",
     "Huffman",
     "NNCodecsError",
+    "NotAContainerError",
     "NumcodecsAuto",
     "NumcodecsBitReorder",
     "NumcodecsHuffman",
@@ -54,10 +56,14 @@ __all__ = [
     "NumcodecsWeights",
     "Planes",
     "Rans",
+    "Reader",
+    "TensorInfo",
     "Weights",
+    "Writer",
     "__version__",
     "as_numpy",
     "get_threads",
+    "merge",
     "set_threads",
     "to_torch",
 ]

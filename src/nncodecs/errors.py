@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["CorruptDataError", "NNCodecsError"]
+__all__ = ["CorruptDataError", "NNCodecsError", "NotAContainerError"]
 
 
 class NNCodecsError(Exception):
@@ -15,3 +15,7 @@ class CorruptDataError(NNCodecsError, ValueError):
     A subclass of ``ValueError``, so code that catches ``ValueError`` around
     a decode keeps working.
     """
+
+
+class NotAContainerError(NNCodecsError, ValueError):
+    """A store or group that holds no nncodecs container."""

@@ -1,0 +1,54 @@
+"""How a model lies in a Zarr group: attribute keys, chunking, codecs by name.
+
+One array per tensor, named by :func:`nncodecs.container.names.escape` of the
+tensor's name. The group's attributes hold, under ``"nncodecs"``, the
+container format and version, the tensor order and the model's metadata
+(strings); each array's attributes hold, under ``"nncodecs"``, the tensor's
+name, its layout and ``complete``, set only once all its chunks are written,
+so a writer killed mid-tensor never leaves a tensor that reads back wrong.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from zarr.codecs import ZstdCodec
+
+from nncodecs.codecs.weights import Weights
+
+__all__ = ["ATTRS_KEY", "CODECS", "FORMAT", "VERSION", "chunking", "codec_settings"]
+
+ATTRS_KEY = "nncodecs"
+FORMAT = "nncodecs-container"
+VERSION = 1
+#: Per-tensor codec names a Writer accepts.
+CODECS = ("auto", "rans", "huffman", "zstd", "raw")
+#: Chunks of about this many bytes along the first axis (random access).
+CHUNK_BYTES = 2 << 20
+#: At most this many chunks in one shard (one file in a directory store).
+CHUNKS_PER_SHARD = 16
+
+
+def codec_settings(codec: str, level: int = 3) -> dict[str, Any]:
+    """``create_array`` keywords for a codec name."""
+    if codec in ("auto", "rans", "huffman"):
+        return {"serializer": Weights(coder=codec, zstd_level=level), "compressors": None}
+    if codec == "zstd":
+        return {"compressors": [ZstdCodec(level=level)]}
+    if codec == "raw":
+        return {"compressors": None}
+    raise ValueError(f"codec must be one of {', '.join(CODECS)}, got {codec!r}")
+
+
+def chunking(shape: tuple[int, ...], itemsize: int, chunk_bytes: int = CHUNK_BYTES) -> dict:
+    """``chunks`` (and ``shards`` when there are many) along the first axis."""
+    if not shape:
+        return {"chunks": ()}
+    row = max(1, math.prod(shape[1:]) * itemsize)
+    rows = max(1, min(shape[0], chunk_bytes // row))
+    chunks = (rows, *[max(1, d) for d in shape[1:]])
+    out: dict[str, Any] = {"chunks": chunks}
+    if shape[0] > rows * CHUNKS_PER_SHARD:
+        out["shards"] = (rows * CHUNKS_PER_SHARD, *chunks[1:])
+    return out

@@ -1,0 +1,51 @@
+"""Reversible escaping of tensor names into Zarr node names.
+
+Zarr v3 node names may not contain ``/``, may not be ``.`` or ``..``, may not
+be empty and may not start with ``__``. Tensor names (``encoder.layer.0.weight``,
+GGUF's ``blk.0.attn_q.weight``) almost always pass unchanged; the rest are
+percent-escaped, and ``%`` itself is escaped so that the mapping is one to one.
+
+>>> escape("encoder.layer.0.weight")
+'encoder.layer.0.weight'
+>>> escape("model/layers/0"), unescape(escape("model/layers/0"))
+('model%2Flayers%2F0', 'model/layers/0')
+>>> escape("__init__"), escape(".."), escape("")
+('%5F_init__', '%2E.', '%00')
+"""
+
+from __future__ import annotations
+
+__all__ = ["escape", "unescape"]
+
+
+def escape(name: str) -> str:
+    """The Zarr node name for a tensor name (``unescape`` inverts it)."""
+    if not isinstance(name, str):
+        raise TypeError(f"a tensor name must be a str, got {type(name).__name__}")
+    if name == "":
+        return "%00"
+    out = name.replace("%", "%25").replace("/", "%2F")
+    if out.startswith("_"):
+        out = "%5F" + out[1:]
+    if out.startswith("."):  # "." and ".." (and, harmlessly, any leading dot)
+        out = "%2E" + out[1:]
+    return out
+
+
+def unescape(node: str) -> str:
+    """The tensor name a Zarr node name stands for."""
+    if node == "%00":
+        return ""
+    out = []
+    i = 0
+    while i < len(node):
+        if node[i] == "%" and node[i + 1 : i + 3] in _CODES:
+            out.append(_CODES[node[i + 1 : i + 3]])
+            i += 3
+        else:
+            out.append(node[i])
+            i += 1
+    return "".join(out)
+
+
+_CODES = {"25": "%", "2F": "/", "5F": "_", "2E": "."}

@@ -1,0 +1,153 @@
+"""Read a model back from an nncodecs container: whole, by tensor or by slice."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Any, Self
+
+import numpy as np
+import zarr
+
+from nncodecs.container import layout
+from nncodecs.container._store import open_store
+from nncodecs.container.writer import Writer, check_container, tensor_name
+from nncodecs.dtypes import dtype_name, to_torch
+from nncodecs.errors import CorruptDataError
+
+__all__ = ["Reader", "TensorInfo", "merge"]
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """What the container knows of one tensor."""
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    layout: str
+    stored_bytes: int
+    nbytes: int
+    codec: str
+
+
+class Reader:
+    """Open an nncodecs container for reading.
+
+    ``r["name"]`` is the tensor's Zarr array: slicing it reads only the chunks
+    it needs. ``read_tensor`` reads a whole tensor (as NumPy, torch or CuPy).
+    """
+
+    def __init__(self, target: Any) -> None:
+        self._store, self._owned = open_store(target, "r")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # consolidated metadata for Zarr v3
+            self._group = zarr.open_group(self._store, mode="r")
+        attrs = check_container(self._group)
+        self.metadata: dict[str, str] = dict(attrs.get("metadata", {}))
+        self._arrays: dict[str, Any] = {}
+        for node, member in self._group.members():
+            if not isinstance(member, zarr.Array):
+                continue
+            tattrs = member.attrs.get(layout.ATTRS_KEY)
+            if isinstance(tattrs, dict) and tattrs.get("complete"):
+                self._arrays[tensor_name(node, tattrs)] = member
+        # The recorded order first, then complete tensors written after the
+        # last time the order was saved (a writer that did not close).
+        order = [n for n in attrs.get("tensors", []) if n in self._arrays]
+        self._order = order + sorted(set(self._arrays) - set(order))
+
+    def keys(self) -> list[str]:
+        """Tensor names, in the order they were written."""
+        return list(self._order)
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._arrays
+
+    def __iter__(self) -> Any:
+        return iter(self._order)
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._arrays:
+            raise KeyError(f"no tensor {name!r} in the container ({len(self)} tensors)")
+        return self._arrays[name]
+
+    def info(self, name: str) -> TensorInfo:
+        z = self[name]
+        codecs = []
+        for c in z.metadata.to_dict()["codecs"]:
+            if c["name"] == "sharding_indexed":  # name what is inside the shards
+                inner = "+".join(i["name"] for i in c["configuration"]["codecs"])
+                codecs.append(f"sharding_indexed({inner})")
+            else:
+                codecs.append(c["name"])
+        return TensorInfo(
+            name=name,
+            dtype=dtype_name(z.dtype),
+            shape=tuple(z.shape),
+            layout="dense",
+            stored_bytes=int(z.nbytes_stored()),
+            nbytes=int(z.nbytes),
+            codec="+".join(codecs),
+        )
+
+    def read_tensor(self, name: str, to: str = "numpy") -> Any:
+        """The whole tensor as ``"numpy"``, ``"torch"`` or ``"cupy"``."""
+        try:
+            arr = self[name][...]
+        except CorruptDataError as exc:
+            raise CorruptDataError(f"tensor {name!r}: {exc}") from exc
+        if to == "numpy":
+            return arr
+        if to == "torch":
+            return to_torch(arr)
+        if to == "cupy":
+            import cupy
+
+            return cupy.asarray(arr)
+        raise ValueError(f"to must be 'numpy', 'torch' or 'cupy', got {to!r}")
+
+    def read_into(self, name: str, out: np.ndarray) -> np.ndarray:
+        """Read a tensor into ``out`` (same shape and dtype)."""
+        z = self[name]
+        if tuple(out.shape) != tuple(z.shape) or out.dtype != z.dtype:
+            raise ValueError(
+                f"tensor {name!r} is {z.dtype}{tuple(z.shape)}, "
+                f"out is {out.dtype}{tuple(out.shape)}"
+            )
+        out[...] = self.read_tensor(name)
+        return out
+
+    def verify(self) -> None:
+        """Decode every tensor, checking every frame's CRC32C.
+
+        Raises CorruptDataError naming the first bad tensor.
+        """
+        for name in self._order:
+            self.read_tensor(name)
+
+    def close(self) -> None:
+        if self._owned:
+            self._store.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def merge(sources: list[Any], target: Any, codec: str = "auto") -> None:
+    """Write the tensors of several containers into one (names must not repeat)."""
+    with Writer(target, mode="w", codec=codec) as w:
+        for source in sources:
+            with Reader(source) as r:
+                for key, value in r.metadata.items():
+                    if w.metadata.get(key, value) != value:
+                        raise ValueError(f"metadata {key!r} differs between the containers")
+                    w.metadata[key] = value
+                for name in r:
+                    w.add_tensor(name, r.read_tensor(name))

@@ -1,0 +1,201 @@
+"""Write named tensors into a Zarr group: the nncodecs container."""
+
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+from typing import Any, Self
+
+import numpy as np
+import zarr
+
+from nncodecs.container import layout
+from nncodecs.container._store import StagedZip, open_store
+from nncodecs.container.names import escape, unescape
+from nncodecs.dtypes import as_numpy, dtype_name
+from nncodecs.errors import NotAContainerError
+
+__all__ = ["Writer"]
+
+# How often the group's tensor order is rewritten while tensors stream in
+# (always at close): batching keeps 5,000 tiny tensors from costing 5,000
+# rewrites, and tensors past the last rewrite are still found by the Reader.
+_ORDER_EVERY = 64
+
+
+def to_host_array(tensor: Any) -> np.ndarray:
+    """A NumPy array from NumPy, CuPy or torch (CPU or CUDA) input, bits unchanged."""
+    module = type(tensor).__module__.split(".")[0]
+    if module == "cupy":
+        return tensor.get()
+    device = getattr(tensor, "device", None)
+    if module == "torch" and device is not None and device.type != "cpu":
+        tensor = tensor.detach().cpu()
+    if type(tensor).__module__.startswith("scipy.sparse"):
+        raise TypeError("sparse matrices are not supported by add_tensor in this version")
+    return np.asarray(as_numpy(tensor)) if not isinstance(tensor, np.ndarray) else tensor
+
+
+class Writer:
+    """Write a model, tensor by tensor, as one Zarr v3 group.
+
+    Parameters
+    ----------
+    target : path, URL or Zarr store
+        ``*.zarr`` directory, ``*.zip`` single file, an fsspec URL
+        (``memory://...``) or any Zarr store.
+    mode : {"w", "a"}
+        ``"w"`` creates (replacing what is there); ``"a"`` adds tensors to an
+        existing container without rewriting the ones it has.
+    codec : {"auto", "rans", "huffman", "zstd", "raw"}
+        Default codec of the tensors (``auto``: the fused weights codec).
+    chunk_bytes : int
+        Target chunk size along the first axis (random access granularity).
+
+    Examples
+    --------
+    >>> import numpy as np, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "m.zarr")
+    >>> with Writer(path) as w:
+    ...     w.add_tensor("layer.weight", np.ones((4, 3), np.float32))
+    ...     w.metadata["format"] = "pt"
+    >>> from nncodecs import Reader
+    >>> with Reader(path) as r:
+    ...     r.keys(), r.read_tensor("layer.weight").sum(), r.metadata["format"]
+    (['layer.weight'], np.float32(12.0), 'pt')
+    """
+
+    def __init__(
+        self,
+        target: Any,
+        mode: str = "w",
+        codec: str = "auto",
+        chunk_bytes: int = layout.CHUNK_BYTES,
+    ) -> None:
+        if mode not in ("w", "a"):
+            raise ValueError(f"mode must be 'w' or 'a', got {mode!r}")
+        layout.codec_settings(codec)  # validates the name
+        self.codec = codec
+        self.chunk_bytes = int(chunk_bytes)
+        self._staged: StagedZip | None = None
+        if isinstance(target, str | os.PathLike) and str(target).endswith(".zip"):
+            self._staged = StagedZip(Path(str(target).removeprefix("file://")), mode)
+            self._store, self._owned = self._staged.store, True
+        else:
+            self._store, self._owned = open_store(target, mode)
+        self._names: list[str] = []
+        self.metadata: dict[str, str] = {}
+        if mode == "a":
+            from nncodecs.container.reader import Reader
+
+            existing = Reader(self._store)
+            self._names = existing.keys()
+            self.metadata = dict(existing.metadata)
+            self._group = zarr.open_group(self._store, mode="a")
+        else:
+            self._group = zarr.open_group(self._store, mode="w")
+            self._write_group_attrs()
+        self._closed = False
+
+    def add_tensor(self, name: str, tensor: Any, codec: str | None = None) -> None:
+        """Store one tensor (NumPy, torch CPU/CUDA, CuPy) under ``name``.
+
+        Raises ``ValueError`` for a name already there and ``TypeError`` for a
+        dtype nncodecs does not support.
+        """
+        self._check_open()
+        node = escape(name)
+        if name in self._names or node in self._group:
+            raise ValueError(f"tensor {name!r} is already in the container")
+        arr = np.asarray(to_host_array(tensor), order="C")  # (ascontiguousarray makes 0-d 1-d)
+        try:
+            dtype_name(arr.dtype)
+        except TypeError as exc:
+            raise TypeError(f"tensor {name!r}: {exc}") from None
+        ndim = arr.ndim
+        z = self._group.create_array(
+            node,
+            shape=arr.shape,
+            dtype=arr.dtype,
+            dimension_names=[f"{node}.{i}" for i in range(ndim)] if ndim else None,
+            attributes={layout.ATTRS_KEY: self._tensor_attrs(name, complete=False)},
+            **layout.chunking(arr.shape, arr.dtype.itemsize, self.chunk_bytes),
+            **layout.codec_settings(codec or self.codec),
+        )
+        z[...] = arr
+        # Only now is the tensor committed: a reader skips arrays without this.
+        z.attrs[layout.ATTRS_KEY] = self._tensor_attrs(name, complete=True)
+        self._names.append(name)
+        if len(self._names) % _ORDER_EVERY == 0:
+            self._write_group_attrs()
+
+    def _tensor_attrs(self, name: str, complete: bool) -> dict[str, Any]:
+        return {"name": name, "layout": "dense", "complete": complete}
+
+    def _write_group_attrs(self) -> None:
+        bad = {
+            k: v
+            for k, v in self.metadata.items()
+            if not (isinstance(k, str) and isinstance(v, str))
+        }
+        if bad:
+            raise TypeError(f"metadata keys and values must be strings, got {bad!r}")
+        self._group.attrs[layout.ATTRS_KEY] = {
+            "format": layout.FORMAT,
+            "version": layout.VERSION,
+            "tensors": list(self._names),
+            "metadata": dict(self.metadata),
+        }
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ValueError("the writer is closed")
+
+    def close(self) -> None:
+        """Write the tensor order and metadata, consolidate the metadata, close the store."""
+        if self._closed:
+            return
+        self._write_group_attrs()
+        with warnings.catch_warnings():
+            # zarr calls consolidated metadata for Zarr v3 "not yet part of the spec".
+            warnings.simplefilter("ignore")
+            zarr.consolidate_metadata(self._store)
+        self._closed = True
+        if self._owned:
+            self._store.close()
+        if self._staged is not None:
+            self._staged.commit()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        if exc_type is not None and self._staged is not None:
+            # An error inside the with block: keep the previous zip as it was.
+            self._closed = True
+            self._staged.abandon()
+            return
+        self.close()
+
+
+def check_container(group: Any) -> dict[str, Any]:
+    """The container attributes of a group, or NotAContainerError."""
+    attrs = group.attrs.get(layout.ATTRS_KEY)
+    if not isinstance(attrs, dict) or attrs.get("format") != layout.FORMAT:
+        raise NotAContainerError(
+            "this Zarr group is not an nncodecs container (no 'nncodecs' attributes)"
+        )
+    if attrs.get("version") != layout.VERSION:
+        raise NotAContainerError(
+            f"nncodecs container version {attrs.get('version')!r}, "
+            f"this build reads {layout.VERSION}"
+        )
+    return attrs
+
+
+def tensor_name(node: str, attrs: Any) -> str:
+    """A member's tensor name: from its attributes, else from its node name."""
+    if isinstance(attrs, dict) and isinstance(attrs.get("name"), str):
+        return attrs["name"]
+    return unescape(node)

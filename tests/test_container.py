@@ -1,0 +1,251 @@
+"""The model container: Writer / Reader over any Zarr store."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import zarr
+from harness import np_dtype, same_bits
+from zarr.storage import LocalStore, MemoryStore, WrapperStore
+
+import nncodecs
+from nncodecs import CorruptDataError, NotAContainerError, Reader, Writer, merge
+from nncodecs.container.names import escape, unescape
+
+DTYPES = ["float32", "bfloat16", "float16", "float8_e4m3fn"]
+
+
+def targets(tmp_path: Path) -> dict[str, Any]:
+    return {
+        "directory": tmp_path / "model.zarr",
+        "zip": tmp_path / "model.zarr.zip",
+        "memory": MemoryStore(),
+        "fsspec-url": f"memory://nncodecs-{uuid.uuid4().hex}/model.zarr",
+    }
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("kind", ["directory", "zip", "memory", "fsspec-url"])
+def test_real_model_round_trips(real_weights: dict, dtype: str, kind: str, tmp_path: Path) -> None:
+    target = targets(tmp_path)[kind]
+    model = {
+        k: (v.astype(np_dtype(dtype)) if v.dtype.kind == "f" else v)
+        for k, v in real_weights.items()
+    }
+    with Writer(target) as w:
+        for name, arr in model.items():
+            w.add_tensor(name, arr)
+        w.metadata["source"] = "all-MiniLM-L6-v2"
+    with Reader(target) as r:
+        assert r.keys() == list(model)
+        assert len(r) == 104 and "pooler.dense.bias" in r
+        assert r.metadata == {"source": "all-MiniLM-L6-v2"}
+        for name, arr in model.items():
+            got = r.read_tensor(name)
+            assert got.dtype == arr.dtype and same_bits(got, arr), name
+        big = "embeddings.word_embeddings.weight"
+        assert same_bits(r[big][1000:1003], model[big][1000:1003])
+        info = r.info(big)
+        assert info.shape == (30522, 384) and info.dtype == dtype
+        assert info.stored_bytes < info.nbytes
+        r.verify()
+
+
+class CountingStore(WrapperStore):
+    """Counts the chunk reads a store serves."""
+
+    def __init__(self, store: Any) -> None:
+        super().__init__(store)
+        self.gets: list[str] = []
+
+    async def get(self, key: str, *args: Any, **kwargs: Any) -> Any:
+        self.gets.append(key)
+        return await self._store.get(key, *args, **kwargs)
+
+    async def get_partial_values(self, prototype: Any, key_ranges: Any) -> Any:
+        self.gets.extend(k for k, _ in key_ranges)
+        return await self._store.get_partial_values(prototype, key_ranges)
+
+
+def test_a_slice_reads_only_the_chunks_it_needs(tmp_path: Path) -> None:
+    arr = (np.random.default_rng(0).standard_normal((4096, 256)) * 0.02).astype(
+        np_dtype("bfloat16")
+    )
+    path = tmp_path / "m.zarr"
+    with Writer(path, chunk_bytes=64 << 10) as w:  # 128 rows a chunk, 32 chunks
+        w.add_tensor("w", arr)
+    store = CountingStore(LocalStore(path, read_only=True))
+    r = Reader(store)
+    store.gets.clear()
+    assert same_bits(r["w"][1000:1010], arr[1000:1010])
+    chunk_reads = [k for k in store.gets if not k.endswith("zarr.json")]
+    assert 1 <= len(chunk_reads) <= 3  # one chunk (index + data of its shard)
+    store.gets.clear()
+    _ = r.read_tensor("w")
+    assert len([k for k in store.gets if not k.endswith("zarr.json")]) >= 2
+
+
+def test_append_after_close(tmp_path: Path) -> None:
+    for target in (tmp_path / "a.zarr", tmp_path / "a.zarr.zip"):
+        with Writer(target) as w:
+            w.add_tensor("first", np.arange(10, dtype=np.float32))
+            w.metadata["k"] = "v"
+        with Writer(target, mode="a") as w:
+            w.add_tensor("second", np.ones((3, 3), np.float16))
+            with pytest.raises(ValueError, match="already in the container"):
+                w.add_tensor("first", np.zeros(1, np.float32))
+        with Reader(target) as r:
+            assert r.keys() == ["first", "second"]
+            assert r.metadata == {"k": "v"}
+            assert same_bits(r.read_tensor("second"), np.ones((3, 3), np.float16))
+
+
+def test_a_zip_writer_that_fails_leaves_the_old_zip(tmp_path: Path) -> None:
+    target = tmp_path / "a.zarr.zip"
+    with Writer(target) as w:
+        w.add_tensor("kept", np.arange(5, dtype=np.int32))
+    before = target.read_bytes()
+    with pytest.raises(RuntimeError), Writer(target, mode="a") as w:
+        w.add_tensor("lost", np.arange(5, dtype=np.int32))
+        raise RuntimeError("killed")
+    assert target.read_bytes() == before
+    assert not list(tmp_path.glob(".a.zarr.zip.*"))
+    with Reader(target) as r:
+        assert r.keys() == ["kept"]
+
+
+def test_an_unfinished_tensor_is_never_read(tmp_path: Path) -> None:
+    path = tmp_path / "m.zarr"
+    with Writer(path) as w:
+        w.add_tensor("done", np.arange(4, dtype=np.float32))
+    # A tensor whose writer died mid-way: its array exists, its commit flag does not.
+    group = zarr.open_group(LocalStore(path), mode="a")
+    group.create_array("half", shape=(4,), dtype="float32", attributes={"nncodecs": {
+        "name": "half", "layout": "dense", "complete": False}})  # fmt: skip
+    with Reader(path) as r:
+        assert r.keys() == ["done"]
+        with pytest.raises(KeyError, match="no tensor 'half'"):
+            r.read_tensor("half")
+
+
+def test_names_escape_reversibly(tmp_path: Path) -> None:
+    names = ["model/layers/0/w", "__init__", "..", ".", "", "a%2Fb", "%5F", "blk.0.attn_q.weight"]
+    for name in names:
+        assert unescape(escape(name)) == name
+        assert "/" not in escape(name) and not escape(name).startswith(("__", "."))
+    assert len({escape(n) for n in names}) == len(names)
+    with Writer(tmp_path / "n.zarr") as w:
+        for i, name in enumerate(names):
+            w.add_tensor(name, np.full(2, i, np.int16))
+    with Reader(tmp_path / "n.zarr") as r:
+        assert r.keys() == names
+        for i, name in enumerate(names):
+            assert r.read_tensor(name).tolist() == [i, i]
+
+
+def test_codecs_and_layout_per_tensor(tmp_path: Path) -> None:
+    arr = (np.random.default_rng(1).standard_normal((3000, 700)) * 0.02).astype(np.float32)
+    with Writer(tmp_path / "m.zarr", codec="rans", chunk_bytes=256 << 10) as w:
+        w.add_tensor("a", arr)
+        w.add_tensor("raw", arr[:10], codec="raw")
+        w.add_tensor("z", arr[:10], codec="zstd")
+        w.add_tensor("scalar", np.float32(3.5))
+    with Reader(tmp_path / "m.zarr") as r:
+        # 33 chunks of 93 rows (~256 KiB), in shards of 16 chunks
+        assert r.info("a").codec == "sharding_indexed(nncodecs.weights)"
+        assert r["a"].chunks == (93, 700) and r["a"].shards == (1488, 700)
+        assert r.info("raw").codec == "bytes"
+        assert r.info("z").codec == "bytes+zstd"
+        assert r.read_tensor("scalar").shape == ()
+        dims = [tuple(r[n].metadata.dimension_names or ()) for n in r]
+        flat = [d for ds in dims for d in ds]
+        assert len(flat) == len(set(flat))  # unique, for xarray
+        assert same_bits(r.read_tensor("a"), arr)
+
+
+def test_errors_name_the_tensor(tmp_path: Path) -> None:
+    path = tmp_path / "m.zarr"
+    with Writer(path) as w:
+        w.add_tensor("x", np.zeros(4, np.float32))
+        with pytest.raises(ValueError, match="'x' is already"):
+            w.add_tensor("x", np.zeros(4, np.float32))
+        with pytest.raises(TypeError, match="tensor 'c'"):
+            w.add_tensor("c", np.zeros(4, np.complex64))
+        with pytest.raises(TypeError, match="metadata keys and values must be strings"):
+            w.metadata["n"] = 3  # type: ignore[assignment]
+            w.close()
+        w.metadata.pop("n")
+    with pytest.raises(ValueError, match="closed"):
+        w.add_tensor("late", np.zeros(1, np.float32))
+    with Reader(path) as r:
+        with pytest.raises(KeyError, match="no tensor 'nope'"):
+            r.read_tensor("nope")
+        with pytest.raises(ValueError, match="out is"):
+            r.read_into("x", np.zeros(5, np.float32))
+        out = np.empty(4, np.float32)
+        assert r.read_into("x", out) is out
+    plain = tmp_path / "plain.zarr"
+    zarr.open_group(LocalStore(plain), mode="w").create_array("a", shape=(2,), dtype="i4")
+    with pytest.raises(NotAContainerError, match="not an nncodecs container"):
+        Reader(plain)
+    with pytest.raises(FileNotFoundError):
+        Reader(tmp_path / "missing.zarr")
+    with pytest.raises(ValueError, match="codec must be one of"):
+        Writer(tmp_path / "x.zarr", codec="lzma")
+
+
+def test_verify_finds_a_flipped_byte(tmp_path: Path) -> None:
+    path = tmp_path / "m.zarr"
+    arr = (np.random.default_rng(2).standard_normal((512, 512)) * 0.02).astype(np_dtype("bfloat16"))
+    with Writer(path) as w:
+        w.add_tensor("ok", arr)
+        w.add_tensor("bad", arr)
+    chunk = next(p for p in (path / "bad").rglob("*") if p.is_file() and p.name != "zarr.json")
+    raw = bytearray(chunk.read_bytes())
+    raw[len(raw) // 2] ^= 0x10
+    chunk.write_bytes(bytes(raw))
+    with Reader(path) as r:
+        assert same_bits(r.read_tensor("ok"), arr)
+        with pytest.raises(CorruptDataError, match="tensor 'bad'"):
+            r.verify()
+
+
+def test_merge(tmp_path: Path) -> None:
+    a, b, ab = tmp_path / "a.zarr.zip", tmp_path / "b.zarr", tmp_path / "ab.zarr.zip"
+    with Writer(a) as w:
+        w.add_tensor("x", np.arange(3, dtype=np.int64))
+        w.metadata["format"] = "pt"
+    with Writer(b) as w:
+        w.add_tensor("y", np.ones(2, np.float16))
+        w.metadata["format"] = "pt"
+    merge([a, b], ab)
+    with Reader(ab) as r:
+        assert r.keys() == ["x", "y"] and r.metadata == {"format": "pt"}
+    with pytest.raises(ValueError, match="already in the container"):
+        merge([a, a], tmp_path / "aa.zarr")
+
+
+def test_torch_in_and_out(torch: Any, tmp_path: Path) -> None:
+    import torch as th
+
+    t = th.randn(64, 32).to(th.bfloat16)
+    with Writer(tmp_path / "t.zarr") as w:
+        w.add_tensor("t", t)
+    with Reader(tmp_path / "t.zarr") as r:
+        back = r.read_tensor("t", to="torch")
+    assert back.dtype == th.bfloat16 and th.equal(back.view(th.int16), t.view(th.int16))
+
+
+def test_consolidated_metadata_is_written(tmp_path: Path) -> None:
+    path = tmp_path / "m.zarr"
+    with Writer(path) as w:
+        for i in range(5):
+            w.add_tensor(f"t{i}", np.zeros(3, np.float32))
+    meta = json.loads((path / "zarr.json").read_text())
+    assert set(meta["consolidated_metadata"]["metadata"]) == {f"t{i}" for i in range(5)}
+    assert nncodecs.Reader(path).keys() == [f"t{i}" for i in range(5)]
