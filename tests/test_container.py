@@ -249,3 +249,72 @@ def test_consolidated_metadata_is_written(tmp_path: Path) -> None:
     meta = json.loads((path / "zarr.json").read_text())
     assert set(meta["consolidated_metadata"]["metadata"]) == {f"t{i}" for i in range(5)}
     assert nncodecs.Reader(path).keys() == [f"t{i}" for i in range(5)]
+
+
+@pytest.mark.parametrize("kind", ["directory", "zip"])
+def test_raw_tensors_read_as_a_read_only_memory_map(kind: str, tmp_path: Path) -> None:
+    target = tmp_path / ("m.zarr" if kind == "directory" else "m.zarr.zip")
+    arr = np.arange(4096, dtype=np.float32).reshape(64, 64)
+    with Writer(target) as w:
+        w.add_tensor("raw", arr, codec="raw")
+        w.add_tensor("zeros", np.zeros(100, np.int16), codec="raw")  # a fill-value chunk too
+        w.add_tensor("coded", arr)
+    with Reader(target) as r:
+        mapped = r.read_tensor("raw")
+        assert isinstance(mapped, np.memmap) and not mapped.flags.writeable
+        assert same_bits(mapped, arr)
+        file = Path(mapped.filename)
+        raw_bytes = file.read_bytes()[mapped.offset : mapped.offset + arr.nbytes]
+        assert raw_bytes == arr.tobytes()  # the map is the file's own bytes
+        with pytest.raises(ValueError, match="read-only"):
+            mapped[0, 0] = 1
+        assert isinstance(r.read_tensor("zeros"), np.memmap)
+        assert not isinstance(r.read_tensor("coded"), np.memmap)
+
+
+KILL_SCRIPT = """
+import sys, time, numpy as np, nncodecs
+target = sys.argv[1]
+with nncodecs.Writer(target, mode="a") as w:
+    for i in range(10_000):
+        w.add_tensor(f"new{i}", np.full((512, 512), i, np.float32))
+        if i == 3:
+            print("ready", flush=True)
+        time.sleep(0.01)
+"""
+
+
+@pytest.mark.parametrize("kind", ["directory", "zip"])
+def test_a_killed_append_loses_nothing_committed(kind: str, tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    target = tmp_path / ("m.zarr" if kind == "directory" else "m.zarr.zip")
+    kept = {
+        f"kept{i}": np.random.default_rng(i).standard_normal((64, 32)).astype(np.float32)
+        for i in range(3)
+    }
+    with Writer(target) as w:
+        for name, arr in kept.items():
+            w.add_tensor(name, arr)
+    child = subprocess.Popen(
+        [sys.executable, "-c", KILL_SCRIPT, str(target)], stdout=subprocess.PIPE, text=True
+    )
+    assert child.stdout.readline().strip() == "ready"
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    with Reader(target) as r:
+        for name, arr in kept.items():
+            assert same_bits(r.read_tensor(name), arr)
+        appended = [n for n in r if n.startswith("new")]
+        for name in appended:  # whatever was committed before the kill is whole
+            assert (r.read_tensor(name) == int(name[3:])).all()
+        if kind == "zip":
+            assert appended == []  # the zip is replaced only on close
+        r.verify()
+    # And the container still takes appends.
+    with Writer(target, mode="a") as w:
+        w.add_tensor("after", np.ones(3, np.float32))
+    with Reader(target) as r:
+        assert "after" in r and all(name in r for name in kept)

@@ -17,7 +17,15 @@ from zarr.codecs import ZstdCodec
 
 from nncodecs.codecs.weights import Weights
 
-__all__ = ["ATTRS_KEY", "CODECS", "FORMAT", "VERSION", "chunking", "codec_settings"]
+__all__ = [
+    "ATTRS_KEY",
+    "CODECS",
+    "FORMAT",
+    "VERSION",
+    "chunking",
+    "codec_settings",
+    "single_chunk_key",
+]
 
 ATTRS_KEY = "nncodecs"
 FORMAT = "nncodecs-container"
@@ -41,10 +49,18 @@ def codec_settings(codec: str, level: int = 3) -> dict[str, Any]:
     raise ValueError(f"codec must be one of {', '.join(CODECS)}, got {codec!r}")
 
 
-def chunking(shape: tuple[int, ...], itemsize: int, chunk_bytes: int = CHUNK_BYTES) -> dict:
-    """``chunks`` (and ``shards`` when there are many) along the first axis."""
+def chunking(
+    shape: tuple[int, ...], itemsize: int, chunk_bytes: int = CHUNK_BYTES, codec: str = "auto"
+) -> dict:
+    """``chunks`` (and ``shards`` when there are many) along the first axis.
+
+    A raw tensor is one chunk: its bytes then lie in one piece in the store,
+    which a Reader maps into memory instead of reading.
+    """
     if not shape:
         return {"chunks": ()}
+    if codec == "raw":
+        return {"chunks": tuple(max(1, d) for d in shape)}
     row = max(1, math.prod(shape[1:]) * itemsize)
     rows = max(1, min(shape[0], chunk_bytes // row))
     chunks = (rows, *[max(1, d) for d in shape[1:]])
@@ -52,3 +68,8 @@ def chunking(shape: tuple[int, ...], itemsize: int, chunk_bytes: int = CHUNK_BYT
     if shape[0] > rows * CHUNKS_PER_SHARD:
         out["shards"] = (rows * CHUNKS_PER_SHARD, *chunks[1:])
     return out
+
+
+def single_chunk_key(ndim: int) -> str:
+    """The key of chunk (0, ..., 0) under Zarr v3's default chunk key encoding."""
+    return "/".join(["c"] + ["0"] * ndim)

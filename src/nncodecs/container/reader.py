@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Self
 
 import numpy as np
@@ -95,7 +96,14 @@ class Reader:
         )
 
     def read_tensor(self, name: str, to: str = "numpy") -> Any:
-        """The whole tensor as ``"numpy"``, ``"torch"`` or ``"cupy"``."""
+        """The whole tensor as ``"numpy"``, ``"torch"`` or ``"cupy"``.
+
+        A raw tensor in a directory or zip store comes back as a read-only
+        memory map of the file (no copy); writing to it raises.
+        """
+        mapped = self._memory_map(name) if to == "numpy" else None
+        if mapped is not None:
+            return mapped
         try:
             arr = self[name][...]
         except CorruptDataError as exc:
@@ -109,6 +117,25 @@ class Reader:
 
             return cupy.asarray(arr)
         raise ValueError(f"to must be 'numpy', 'torch' or 'cupy', got {to!r}")
+
+    def _memory_map(self, name: str) -> np.ndarray | None:
+        """A read-only map of a raw, one-chunk tensor's bytes, where the store allows."""
+        z = self[name]
+        codecs = z.metadata.to_dict()["codecs"]
+        raw = len(codecs) == 1 and codecs[0]["name"] == "bytes"
+        if not raw or tuple(z.chunks) != tuple(max(1, d) for d in z.shape) or z.size == 0:
+            return None
+        endian = codecs[0].get("configuration", {}).get("endian", "little")
+        if z.dtype.itemsize > 1 and endian != "little":
+            return None
+        key = f"{z.path}/{layout.single_chunk_key(z.ndim)}"
+        located = _locate(self._store, key)
+        if located is None:
+            return None
+        path, offset, length = located
+        if length != z.nbytes:
+            return None
+        return np.memmap(path, dtype=z.dtype, mode="r", offset=offset, shape=tuple(z.shape))
 
     def read_into(self, name: str, out: np.ndarray) -> np.ndarray:
         """Read a tensor into ``out`` (same shape and dtype)."""
@@ -138,6 +165,32 @@ class Reader:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _locate(store: Any, key: str) -> tuple[str, int, int] | None:
+    """(file, offset, length) of a key's bytes when they lie uncompressed in a local file."""
+    from zarr.storage import LocalStore, ZipStore
+
+    if isinstance(store, LocalStore):
+        path = Path(store.root) / key
+        return (str(path), 0, path.stat().st_size) if path.is_file() else None
+    if isinstance(store, ZipStore):
+        import struct
+        import zipfile
+
+        with zipfile.ZipFile(store.path) as z:
+            try:
+                info = z.getinfo(key)
+            except KeyError:
+                return None
+            if info.compress_type != zipfile.ZIP_STORED:
+                return None
+            with open(store.path, "rb") as f:
+                f.seek(info.header_offset)
+                header = f.read(30)
+            name_len, extra_len = struct.unpack("<HH", header[26:30])
+            return str(store.path), info.header_offset + 30 + name_len + extra_len, info.file_size
+    return None
 
 
 def merge(sources: list[Any], target: Any, codec: str = "auto") -> None:
