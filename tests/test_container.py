@@ -318,3 +318,80 @@ def test_a_killed_append_loses_nothing_committed(kind: str, tmp_path: Path) -> N
         w.add_tensor("after", np.ones(3, np.float32))
     with Reader(target) as r:
         assert "after" in r and all(name in r for name in kept)
+
+
+def test_sparse_csr_csc_coo_round_trip_into_scipy(tmp_path: Path) -> None:
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(4)
+    csr = sp.random(300, 200, density=0.03, format="csr", dtype=np.float32, random_state=rng)
+    csc = sp.random(50, 70, density=0.1, format="csc", dtype=np.float64, random_state=rng)
+    coo = sp.random(40, 30, density=0.2, format="coo", dtype=np.int32, random_state=rng)
+    path = tmp_path / "s.zarr.zip"
+    with Writer(path) as w:
+        w.add_tensor("csr", csr)
+        w.add_tensor("csc", csc)
+        w.add_tensor("coo", coo)
+        w.add_sparse_csr("adj", csr.data, csr.indices, csr.indptr, csr.shape)
+        coords = np.vstack([coo.row, coo.col])
+        w.add_sparse_coo("graph", coords, coo.data, coo.shape)
+        w.add_tensor("lil", sp.lil_matrix(csr))  # other formats go in as CSR
+        with pytest.raises(ValueError, match="indptr"):
+            w.add_sparse_csr("bad", csr.data, csr.indices, csr.indptr[:-1], csr.shape)
+        with pytest.raises(ValueError, match="outside the shape"):
+            w.add_sparse_coo("bad", coords + 100, coo.data, coo.shape)
+    with Reader(path) as r:
+        assert [r.layout(n) for n in r] == ["csr", "csc", "coo", "csr", "coo", "csr"]
+        for name, ref in (("csr", csr), ("csc", csc), ("coo", coo), ("adj", csr),
+                          ("graph", coo), ("lil", csr)):  # fmt: skip
+            got = r.read_tensor(name, to="scipy")
+            assert got.format == r.layout(name) and got.shape == ref.shape
+            assert got.dtype == ref.dtype and (got != ref).nnz == 0
+        parts = r.read_tensor("adj")
+        assert set(parts) == {"data", "indices", "indptr", "shape"}
+        info = r.info("csr")
+        assert info.layout == "csr" and info.shape == (300, 200) and info.dtype == "float32"
+        r.verify()
+
+
+def test_mxfp4_and_nvfp4_read_back_as_the_pair(tmp_path: Path) -> None:
+    import ml_dtypes
+
+    rng = np.random.default_rng(5)
+    blocks = rng.integers(0, 256, (64, 128), dtype=np.uint8)  # 256 fp4 values a row
+    e8m0 = rng.integers(110, 130, (64, 8), dtype=np.uint8)  # one scale per 32
+    fp8 = (rng.random((64, 16)) + 0.5).astype(ml_dtypes.float8_e4m3fn)  # one per 16
+    with Writer(tmp_path / "q.zarr") as w:
+        w.add_quantized("mx", blocks, e8m0, scheme="mxfp4")
+        w.add_quantized("nv", blocks, fp8, scheme="nvfp4")
+        with pytest.raises(ValueError, match="do not cover"):
+            w.add_quantized("bad", blocks, e8m0[:, :4], scheme="mxfp4")
+        with pytest.raises(TypeError, match="needs uint8 blocks and float8_e4m3fn scales"):
+            w.add_quantized("bad", blocks, e8m0, scheme="nvfp4")
+    merge([tmp_path / "q.zarr"], tmp_path / "q2.zarr")
+    for path in (tmp_path / "q.zarr", tmp_path / "q2.zarr"):
+        with Reader(path) as r:
+            assert r.layout("mx") == "mxfp4" and r.layout("nv") == "nvfp4"
+            b, s = r.read_tensor("mx")
+            assert same_bits(b, blocks) and same_bits(s, e8m0)
+            b, s = r.read_tensor("nv")
+            assert same_bits(b, blocks) and same_bits(s, fp8)
+
+
+def test_xarray_and_dask_read_a_container(tmp_path: Path) -> None:
+    import dask.array as da
+    import xarray as xr
+
+    path = tmp_path / "m.zarr"
+    w_arr = (np.random.default_rng(6).standard_normal((1000, 64)) * 0.02).astype(np.float32)
+    with Writer(path, chunk_bytes=64 << 10) as w:
+        w.add_tensor("encoder.weight", w_arr)
+        w.add_tensor("encoder.bias", np.arange(64, dtype=np.float32))
+    ds = xr.open_zarr(path, consolidated=True)
+    assert set(ds.data_vars) == {"encoder.weight", "encoder.bias"}
+    assert same_bits(ds["encoder.weight"].values, w_arr)
+    tree = xr.open_datatree(path, engine="zarr")
+    assert set(tree.data_vars) == {"encoder.weight", "encoder.bias"}
+    lazy = da.from_zarr(str(path), component="encoder.weight")
+    assert lazy.chunks[0][0] == 256  # Zarr's own chunks, read lazily
+    assert same_bits(lazy[10:20].compute(), w_arr[10:20])

@@ -46,13 +46,15 @@ class Reader:
             self._group = zarr.open_group(self._store, mode="r")
         attrs = check_container(self._group)
         self.metadata: dict[str, str] = dict(attrs.get("metadata", {}))
-        self._arrays: dict[str, Any] = {}
+        # name -> (layout, the array or the sub-group, its attributes)
+        self._entries: dict[str, tuple[str, Any, dict]] = {}
         for node, member in self._group.members():
-            if not isinstance(member, zarr.Array):
-                continue
             tattrs = member.attrs.get(layout.ATTRS_KEY)
             if isinstance(tattrs, dict) and tattrs.get("complete"):
-                self._arrays[tensor_name(node, tattrs)] = member
+                kind = tattrs.get("layout", "dense")
+                if (kind == "dense") == isinstance(member, zarr.Array):
+                    self._entries[tensor_name(node, tattrs)] = (kind, member, tattrs)
+        self._arrays = {n: e[1] for n, e in self._entries.items()}
         # The recorded order first, then complete tensors written after the
         # last time the order was saved (a writer that did not close).
         order = [n for n in attrs.get("tensors", []) if n in self._arrays]
@@ -76,15 +78,28 @@ class Reader:
             raise KeyError(f"no tensor {name!r} in the container ({len(self)} tensors)")
         return self._arrays[name]
 
+    def layout(self, name: str) -> str:
+        """``dense``, ``csr``, ``csc``, ``coo``, ``mxfp4`` or ``nvfp4``."""
+        self[name]
+        return self._entries[name][0]
+
     def info(self, name: str) -> TensorInfo:
-        z = self[name]
-        codecs = []
-        for c in z.metadata.to_dict()["codecs"]:
-            if c["name"] == "sharding_indexed":  # name what is inside the shards
-                inner = "+".join(i["name"] for i in c["configuration"]["codecs"])
-                codecs.append(f"sharding_indexed({inner})")
-            else:
-                codecs.append(c["name"])
+        self[name]  # KeyError naming the tensor
+        kind, member, attrs = self._entries[name]
+        if kind != "dense":
+            parts = dict(member.arrays())
+            main = parts.get("data", parts.get("blocks"))
+            shape = tuple(attrs["shape"]) if "shape" in attrs else tuple(main.shape)
+            return TensorInfo(
+                name=name,
+                dtype=dtype_name(main.dtype),
+                shape=shape,
+                layout=kind,
+                stored_bytes=sum(int(a.nbytes_stored()) for a in parts.values()),
+                nbytes=sum(int(a.nbytes) for a in parts.values()),
+                codec=_codec_names(main),
+            )
+        z = member
         return TensorInfo(
             name=name,
             dtype=dtype_name(z.dtype),
@@ -92,15 +107,21 @@ class Reader:
             layout="dense",
             stored_bytes=int(z.nbytes_stored()),
             nbytes=int(z.nbytes),
-            codec="+".join(codecs),
+            codec=_codec_names(z),
         )
 
     def read_tensor(self, name: str, to: str = "numpy") -> Any:
         """The whole tensor as ``"numpy"``, ``"torch"`` or ``"cupy"``.
 
         A raw tensor in a directory or zip store comes back as a read-only
-        memory map of the file (no copy); writing to it raises.
+        memory map of the file (no copy); writing to it raises. A sparse
+        tensor comes back as a SciPy matrix with ``to="scipy"``, as a dict of
+        its NumPy arrays (and ``shape``) otherwise; an MXFP4 / NVFP4 weight as
+        its pair ``(blocks, scales)``.
         """
+        kind = self.layout(name)
+        if kind != "dense":
+            return self._read_composite(name, kind, to)
         mapped = self._memory_map(name) if to == "numpy" else None
         if mapped is not None:
             return mapped
@@ -108,15 +129,28 @@ class Reader:
             arr = self[name][...]
         except CorruptDataError as exc:
             raise CorruptDataError(f"tensor {name!r}: {exc}") from exc
-        if to == "numpy":
-            return arr
-        if to == "torch":
-            return to_torch(arr)
-        if to == "cupy":
-            import cupy
+        return _convert(arr, to)
 
-            return cupy.asarray(arr)
-        raise ValueError(f"to must be 'numpy', 'torch' or 'cupy', got {to!r}")
+    def _read_composite(self, name: str, kind: str, to: str) -> Any:
+        _, group, attrs = self._entries[name]
+        try:
+            parts = {part: arr[...] for part, arr in group.arrays()}
+        except CorruptDataError as exc:
+            raise CorruptDataError(f"tensor {name!r}: {exc}") from exc
+        if kind in ("mxfp4", "nvfp4"):
+            pair = (parts["blocks"], parts["scales"])
+            return tuple(_convert(a, to) for a in pair) if to != "numpy" else pair
+        shape = tuple(attrs["shape"])
+        if to == "scipy":
+            import scipy.sparse
+
+            if kind == "coo":
+                return scipy.sparse.coo_matrix((parts["data"], tuple(parts["coords"])), shape=shape)
+            make = scipy.sparse.csr_matrix if kind == "csr" else scipy.sparse.csc_matrix
+            return make((parts["data"], parts["indices"], parts["indptr"]), shape=shape)
+        if to == "numpy":
+            return {**parts, "shape": shape}
+        raise ValueError(f"tensor {name!r} is {kind}: read it with to='scipy' or to='numpy'")
 
     def _memory_map(self, name: str) -> np.ndarray | None:
         """A read-only map of a raw, one-chunk tensor's bytes, where the store allows."""
@@ -138,7 +172,9 @@ class Reader:
         return np.memmap(path, dtype=z.dtype, mode="r", offset=offset, shape=tuple(z.shape))
 
     def read_into(self, name: str, out: np.ndarray) -> np.ndarray:
-        """Read a tensor into ``out`` (same shape and dtype)."""
+        """Read a dense tensor into ``out`` (same shape and dtype)."""
+        if self.layout(name) != "dense":
+            raise ValueError(f"tensor {name!r} is {self.layout(name)}, not dense")
         z = self[name]
         if tuple(out.shape) != tuple(z.shape) or out.dtype != z.dtype:
             raise ValueError(
@@ -165,6 +201,30 @@ class Reader:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _convert(arr: np.ndarray, to: str) -> Any:
+    if to == "numpy":
+        return arr
+    if to == "torch":
+        return to_torch(arr)
+    if to == "cupy":
+        import cupy
+
+        return cupy.asarray(arr)
+    raise ValueError(f"to must be 'numpy', 'torch' or 'cupy', got {to!r}")
+
+
+def _codec_names(z: Any) -> str:
+    """The codecs of an array, naming what is inside shards."""
+    names = []
+    for c in z.metadata.to_dict()["codecs"]:
+        if c["name"] == "sharding_indexed":
+            inner = "+".join(i["name"] for i in c["configuration"]["codecs"])
+            names.append(f"sharding_indexed({inner})")
+        else:
+            names.append(c["name"])
+    return "+".join(names)
 
 
 def _locate(store: Any, key: str) -> tuple[str, int, int] | None:
@@ -203,4 +263,10 @@ def merge(sources: list[Any], target: Any, codec: str = "auto") -> None:
                         raise ValueError(f"metadata {key!r} differs between the containers")
                     w.metadata[key] = value
                 for name in r:
-                    w.add_tensor(name, r.read_tensor(name))
+                    kind = r.layout(name)
+                    if kind in ("mxfp4", "nvfp4"):
+                        w.add_quantized(name, *r.read_tensor(name), scheme=kind)
+                    else:
+                        w.add_tensor(
+                            name, r.read_tensor(name, to="scipy" if kind != "dense" else "numpy")
+                        )

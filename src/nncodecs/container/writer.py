@@ -37,8 +37,6 @@ def to_host_array(tensor: Any) -> np.ndarray:
     device = getattr(tensor, "device", None)
     if module == "torch" and device is not None and device.type != "cpu":
         tensor = tensor.detach().cpu()
-    if type(tensor).__module__.startswith("scipy.sparse"):
-        raise TypeError("sparse matrices are not supported by add_tensor in this version")
     return np.asarray(as_numpy(tensor)) if not isinstance(tensor, np.ndarray) else tensor
 
 
@@ -112,11 +110,10 @@ class Writer:
         dtype nncodecs does not support. Small tensors are written in batches
         (a copy is kept until then); a large one is written at once.
         """
-        self._check_open()
-        if not isinstance(name, str):
-            raise TypeError(f"a tensor name must be a str, got {type(name).__name__}")
-        if name in self._names:
-            raise ValueError(f"tensor {name!r} is already in the container")
+        self._check_new(name)
+        if type(tensor).__module__.startswith("scipy.sparse"):
+            self._add_scipy(name, tensor, codec)
+            return
         arr = np.asarray(to_host_array(tensor), order="C")  # (ascontiguousarray makes 0-d 1-d)
         try:
             dtype_name(arr.dtype)
@@ -133,6 +130,135 @@ class Writer:
         self._pending_bytes += arr.nbytes
         if self._pending_bytes >= _BATCH_BYTES or len(self._pending) >= _BATCH_COUNT:
             self._flush()
+
+    def _check_new(self, name: Any) -> None:
+        self._check_open()
+        if not isinstance(name, str):
+            raise TypeError(f"a tensor name must be a str, got {type(name).__name__}")
+        if name in self._names:
+            raise ValueError(f"tensor {name!r} is already in the container")
+
+    # -- composite layouts: a sub-group of 1-D (or small) arrays ----------------------
+
+    def add_sparse_csr(
+        self, name: str, data: Any, indices: Any, indptr: Any, shape: Any, codec: str | None = None
+    ) -> None:
+        """Store a CSR matrix from its arrays; it reads back as ``scipy.sparse.csr_matrix``."""
+        self._add_compressed("csr", name, data, indices, indptr, shape, codec)
+
+    def add_sparse_coo(
+        self, name: str, coords: Any, data: Any, shape: Any, codec: str | None = None
+    ) -> None:
+        """Store a COO tensor: ``coords`` of shape (ndim, nnz) and ``data`` of nnz values."""
+        self._check_new(name)
+        coords = np.asarray(to_host_array(coords))
+        data = np.asarray(to_host_array(data))
+        shape = _shape(shape)
+        if coords.ndim != 2 or coords.shape != (len(shape), data.size) or data.ndim != 1:
+            raise ValueError(
+                f"tensor {name!r}: COO coords must be (ndim={len(shape)}, nnz={data.size}), "
+                f"got {coords.shape} with data {data.shape}"
+            )
+        if coords.size and (coords.min() < 0 or (coords.max(axis=1) >= np.array(shape)).any()):
+            raise ValueError(f"tensor {name!r}: COO coordinates outside the shape {shape}")
+        self._add_composite(name, "coo", {"coords": coords, "data": data}, {"shape": shape}, codec)
+
+    def add_quantized(
+        self, name: str, blocks: Any, scales: Any, scheme: str, codec: str | None = None
+    ) -> None:
+        """Store an MXFP4 or NVFP4 weight as its pair: packed FP4 nibbles and block scales.
+
+        ``blocks``: uint8 (two FP4 values a byte) or torch ``float4_e2m1fn_x2``;
+        ``scales``: E8M0 as uint8 (``mxfp4``, 32 values a block) or float8_e4m3fn
+        (``nvfp4``, 16 values a block). It reads back as the same pair.
+        """
+        self._check_new(name)
+        block = {"mxfp4": 32, "nvfp4": 16}.get(scheme)
+        if block is None:
+            raise ValueError(f"scheme must be 'mxfp4' or 'nvfp4', got {scheme!r}")
+        blocks = np.asarray(to_host_array(blocks))
+        scales = np.asarray(to_host_array(scales))
+        want = "uint8" if scheme == "mxfp4" else "float8_e4m3fn"
+        if blocks.dtype != np.uint8 or dtype_name(scales.dtype) != want:
+            raise TypeError(
+                f"tensor {name!r}: {scheme} needs uint8 blocks and {want} scales, "
+                f"got {blocks.dtype} and {scales.dtype}"
+            )
+        if (
+            blocks.ndim < 1
+            or scales.shape[:-1] != blocks.shape[:-1]
+            or scales.shape[-1] * block != blocks.shape[-1] * 2
+        ):
+            raise ValueError(
+                f"tensor {name!r}: {scheme} scales {scales.shape} do not cover blocks "
+                f"{blocks.shape} ({block} values a scale, 2 a byte)"
+            )
+        self._add_composite(name, scheme, {"blocks": blocks, "scales": scales}, {}, codec)
+
+    def _add_scipy(self, name: str, matrix: Any, codec: str | None) -> None:
+        fmt = matrix.format
+        if fmt in ("csr", "csc"):
+            self._add_compressed(
+                fmt, name, matrix.data, matrix.indices, matrix.indptr, matrix.shape, codec
+            )
+        elif fmt == "coo":
+            coords = np.vstack([matrix.row, matrix.col])
+            self.add_sparse_coo(name, coords, matrix.data, matrix.shape, codec)
+        else:
+            self._add_scipy(name, matrix.tocsr(), codec)
+
+    def _add_compressed(
+        self, fmt: str, name: str, data: Any, indices: Any, indptr: Any, shape: Any, codec: Any
+    ) -> None:
+        self._check_new(name)
+        data, indices, indptr = (np.asarray(to_host_array(a)) for a in (data, indices, indptr))
+        shape = _shape(shape)
+        major = shape[0] if fmt == "csr" else shape[1]
+        minor = shape[1] if fmt == "csr" else shape[0]
+        if len(shape) != 2 or indptr.shape != (major + 1,) or data.shape != indices.shape:
+            raise ValueError(
+                f"tensor {name!r}: {fmt.upper()} of shape {shape} needs indptr of {major + 1} "
+                f"and data / indices of one length, got {indptr.shape}, {data.shape}, "
+                f"{indices.shape}"
+            )
+        if indptr.size and (
+            indptr[0] != 0 or indptr[-1] != data.size or (np.diff(indptr) < 0).any()
+        ):
+            raise ValueError(f"tensor {name!r}: indptr must rise from 0 to nnz={data.size}")
+        if indices.size and (indices.min() < 0 or indices.max() >= minor):
+            raise ValueError(f"tensor {name!r}: indices outside 0..{minor - 1}")
+        parts = {"data": data, "indices": indices, "indptr": indptr}
+        self._add_composite(name, fmt, parts, {"shape": shape}, codec)
+
+    def _add_composite(
+        self, name: str, kind: str, parts: dict[str, np.ndarray], extra: dict, codec: Any
+    ) -> None:
+        """A sub-group of arrays; committed by its own flag, set last."""
+        for part, arr in parts.items():
+            try:
+                dtype_name(arr.dtype)
+            except TypeError as exc:
+                raise TypeError(f"tensor {name!r} ({part}): {exc}") from None
+        self._flush()
+        node = escape(name)
+        sub = self._group.create_group(
+            node,
+            overwrite=True,  # only ever a leftover of a writer that died: names are checked
+            attributes={layout.ATTRS_KEY: {"name": name, "layout": kind, "complete": False}},
+        )
+        for part, arr in parts.items():
+            z = sub.create_array(
+                part,
+                shape=arr.shape,
+                dtype=arr.dtype,
+                dimension_names=[f"{node}.{part}.{i}" for i in range(arr.ndim)],
+                **layout.chunking(arr.shape, arr.dtype.itemsize, self.chunk_bytes),
+                **layout.codec_settings(codec or self.codec),
+            )
+            z[...] = np.ascontiguousarray(arr)
+        sub.attrs[layout.ATTRS_KEY] = {"name": name, "layout": kind, "complete": True, **extra}
+        self._names.append(name)
+        self._write_group_attrs()
 
     def _flush(self) -> None:
         """Write the pending tensors, concurrently, then record them in the group."""
@@ -224,6 +350,13 @@ class Writer:
             self._staged.abandon()
             return
         self.close()
+
+
+def _shape(shape: Any) -> list[int]:
+    out = [int(d) for d in shape]
+    if any(d < 0 for d in out):
+        raise ValueError(f"a shape has no negative sizes, got {shape}")
+    return out
 
 
 def check_container(group: Any) -> dict[str, Any]:
