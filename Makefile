@@ -66,6 +66,7 @@ bench: $(V311)/.deps
 	$(V311)/bin/pip install $(PIP_QUIET) zipnn==0.5.4
 	$(V311)/bin/python benchmarks/transforms.py
 	$(V311)/bin/python benchmarks/coders.py
+	$(V311)/bin/python benchmarks/container.py
 
 clean:
 	rm -rf build .venv demo-out
