@@ -395,3 +395,16 @@ def test_xarray_and_dask_read_a_container(tmp_path: Path) -> None:
     lazy = da.from_zarr(str(path), component="encoder.weight")
     assert lazy.chunks[0][0] == 256  # Zarr's own chunks, read lazily
     assert same_bits(lazy[10:20].compute(), w_arr[10:20])
+
+
+def test_threads_setting(tmp_path: Path) -> None:
+    arr = np.arange(100_000, dtype=np.float32)
+    try:
+        with Writer(tmp_path / "t.zarr", threads=1) as w:
+            w.add_tensor("a", arr)
+        assert nncodecs.get_threads() == 1
+        with Reader(tmp_path / "t.zarr", threads=2) as r:
+            assert nncodecs.get_threads() == 2
+            assert same_bits(r.read_tensor("a"), arr)
+    finally:
+        nncodecs.set_threads(None)

@@ -10,6 +10,7 @@ from typing import Any, Self
 import numpy as np
 import zarr
 
+from nncodecs.codecs._shell import set_threads
 from nncodecs.container import layout
 from nncodecs.container._store import open_store
 from nncodecs.container.writer import Writer, check_container, tensor_name
@@ -37,9 +38,12 @@ class Reader:
 
     ``r["name"]`` is the tensor's Zarr array: slicing it reads only the chunks
     it needs. ``read_tensor`` reads a whole tensor (as NumPy, torch or CuPy).
+    ``threads`` sets the codecs' threads, process-wide (``None``: unchanged).
     """
 
-    def __init__(self, target: Any) -> None:
+    def __init__(self, target: Any, threads: int | None = None) -> None:
+        if threads is not None:
+            set_threads(threads)
         self._store, self._owned = open_store(target, "r")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # consolidated metadata for Zarr v3

@@ -13,6 +13,7 @@ import zarr
 from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync
 
+from nncodecs.codecs._shell import set_threads
 from nncodecs.container import layout
 from nncodecs.container._store import StagedZip, open_store
 from nncodecs.container.names import escape, unescape
@@ -55,6 +56,9 @@ class Writer:
         Default codec of the tensors (``auto``: the fused weights codec).
     chunk_bytes : int
         Target chunk size along the first axis (random access granularity).
+    threads : int, optional
+        Threads of the codecs (process-wide, as ``nncodecs.set_threads``);
+        ``None`` leaves the setting as it is (default: every core).
 
     Examples
     --------
@@ -75,7 +79,10 @@ class Writer:
         mode: str = "w",
         codec: str = "auto",
         chunk_bytes: int = layout.CHUNK_BYTES,
+        threads: int | None = None,
     ) -> None:
+        if threads is not None:
+            set_threads(threads)
         if mode not in ("w", "a"):
             raise ValueError(f"mode must be 'w' or 'a', got {mode!r}")
         layout.codec_settings(codec)  # validates the name
