@@ -262,7 +262,7 @@ class Writer:
                 **layout.chunking(arr.shape, arr.dtype.itemsize, self.chunk_bytes),
                 **layout.codec_settings(codec or self.codec),
             )
-            z[...] = np.ascontiguousarray(arr)
+            z[...] = np.asarray(arr, order="C")
         sub.attrs[layout.ATTRS_KEY] = {"name": name, "layout": kind, "complete": True, **extra}
         self._names.append(name)
         self._write_group_attrs()

@@ -1,5 +1,14 @@
 """Readers and writers of model file formats."""
 
-from nncodecs.formats.safetensors import read_safetensors
+from nncodecs.formats.convert import compress, decompress, detect_format, iter_source
+from nncodecs.formats.safetensors import SafetensorsFile, read_safetensors, write_safetensors
 
-__all__ = ["read_safetensors"]
+__all__ = [
+    "SafetensorsFile",
+    "compress",
+    "decompress",
+    "detect_format",
+    "iter_source",
+    "read_safetensors",
+    "write_safetensors",
+]

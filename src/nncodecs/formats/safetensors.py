@@ -24,13 +24,14 @@ import math
 import os
 import struct
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from nncodecs.dtypes import ML_DTYPES
 from nncodecs.errors import CorruptDataError
 
-__all__ = ["SAFETENSORS_DTYPES", "read_safetensors"]
+__all__ = ["SAFETENSORS_DTYPES", "SafetensorsFile", "read_safetensors", "write_safetensors"]
 
 #: safetensors dtype names and their NumPy dtypes (little-endian).
 SAFETENSORS_DTYPES: dict[str, np.dtype] = {
@@ -54,49 +55,146 @@ SAFETENSORS_DTYPES: dict[str, np.dtype] = {
 _MAX_HEADER = 100 << 20  # the reference implementation's own limit
 
 
+class SafetensorsFile:
+    """One safetensors file, its header checked against the file, its tensors read one by one.
+
+    ``header_bytes`` is the header exactly as stored (so that a writer can
+    restore the file byte for byte); ``entries`` lists ``(name, dtype, shape,
+    begin, end)`` in data order; ``metadata`` is the ``__metadata__`` map.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        size = self.path.stat().st_size
+        with self.path.open("rb") as f:
+            head = f.read(8)
+            if len(head) != 8:
+                raise CorruptDataError(f"{self.path}: {len(head)} bytes, too short for safetensors")
+            (n,) = struct.unpack("<Q", head)
+            if n > min(size - 8, _MAX_HEADER):
+                raise CorruptDataError(
+                    f"{self.path}: header length {n} does not fit a {size}-byte file"
+                )
+            self.header_bytes = f.read(n)
+        try:
+            header = json.loads(self.header_bytes)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise CorruptDataError(f"{self.path}: header is not JSON: {exc}") from exc
+        if not isinstance(header, dict):
+            raise CorruptDataError(f"{self.path}: header is not a JSON object")
+        meta = header.get("__metadata__", {})
+        if not isinstance(meta, dict) or not all(isinstance(v, str) for v in meta.values()):
+            raise CorruptDataError(f"{self.path}: __metadata__ must map strings to strings")
+        self.metadata: dict[str, str] = dict(meta)
+        self.data_start = 8 + n
+        self.data_size = size - self.data_start
+        entries = []
+        for name, info in header.items():
+            if name == "__metadata__":
+                continue
+            begin, end = _offsets(self.path, name, info, self.data_size)
+            dtype = SAFETENSORS_DTYPES.get(info.get("dtype"))
+            if dtype is None:
+                raise TypeError(
+                    f"{self.path}: tensor {name!r} has unsupported dtype {info.get('dtype')!r}"
+                )
+            shape = info.get("shape")
+            if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
+                raise CorruptDataError(f"{self.path}: tensor {name!r} has a bad shape {shape!r}")
+            if end - begin != math.prod(shape) * dtype.itemsize:
+                raise CorruptDataError(
+                    f"{self.path}: tensor {name!r}: {end - begin} bytes "
+                    f"for shape {shape} of {dtype}"
+                )
+            entries.append((name, dtype, tuple(shape), begin, end))
+        entries.sort(key=lambda e: (e[3], e[4]))
+        self.entries = entries
+
+    def tiles_exactly(self) -> bool:
+        """True when the tensors fill the data section back to back, as the format's writers do."""
+        at = 0
+        for _, _, _, begin, end in self.entries:
+            if begin != at:
+                return False
+            at = end
+        return at == self.data_size
+
+    def read(self, index: int) -> np.ndarray:
+        """The tensor of ``entries[index]``."""
+        _, dtype, shape, begin, end = self.entries[index]
+        with self.path.open("rb") as f:
+            f.seek(self.data_start + begin)
+            raw = f.read(end - begin)
+        return np.frombuffer(raw, dtype=dtype).reshape(shape)
+
+    def __iter__(self) -> Any:
+        for i, entry in enumerate(self.entries):
+            yield entry[0], self.read(i)
+
+
+def write_safetensors(
+    path: str | os.PathLike[str],
+    tensors: Any,
+    header_bytes: bytes | None = None,
+    metadata: dict[str, str] | None = None,
+) -> None:
+    """Write ``(name, array)`` pairs as a safetensors file.
+
+    With ``header_bytes`` (a header read by :class:`SafetensorsFile`) the file
+    is restored byte for byte: that header, then each tensor at its offsets.
+    Otherwise a header is built, tensors in the order given.
+    """
+    path = Path(path)
+    if header_bytes is not None:
+        header = json.loads(header_bytes)
+        with path.open("wb") as f:
+            f.write(struct.pack("<Q", len(header_bytes)))
+            f.write(header_bytes)
+            start = f.tell()
+            for name, arr in tensors:
+                info = header.get(name)
+                if not isinstance(info, dict):
+                    raise ValueError(f"{path}: tensor {name!r} is not in the original header")
+                begin, end = info["data_offsets"]
+                data = np.ascontiguousarray(arr).tobytes()
+                if len(data) != end - begin:
+                    raise ValueError(
+                        f"{path}: tensor {name!r} has {len(data)} bytes, not {end - begin}"
+                    )
+                f.seek(start + begin)
+                f.write(data)
+        return
+    names = {np.dtype(v): k for k, v in SAFETENSORS_DTYPES.items()}
+    items = [(name, np.asarray(arr, order="C")) for name, arr in tensors]  # keeps 0-d
+    header_obj: dict[str, Any] = {}
+    if metadata:
+        header_obj["__metadata__"] = dict(metadata)
+    at = 0
+    for name, arr in items:
+        if arr.dtype not in names:
+            raise TypeError(f"{path}: tensor {name!r}: safetensors has no dtype {arr.dtype}")
+        header_obj[name] = {
+            "dtype": names[arr.dtype],
+            "shape": list(arr.shape),
+            "data_offsets": [at, at + arr.nbytes],
+        }
+        at += arr.nbytes
+    raw = json.dumps(header_obj, separators=(",", ":")).encode()
+    raw += b" " * (-len(raw) % 8)  # the reference writer pads the header to 8 bytes
+    with path.open("wb") as f:
+        f.write(struct.pack("<Q", len(raw)))
+        f.write(raw)
+        for _, arr in items:
+            f.write(arr.tobytes())
+
+
 def read_safetensors(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
     """All tensors of a safetensors file, in file order, as NumPy arrays.
 
     Raises :class:`nncodecs.CorruptDataError` for a header or offsets that do
     not fit the file, and ``TypeError`` for a dtype NumPy cannot hold.
     """
-    path = Path(path)
-    size = path.stat().st_size
-    with path.open("rb") as f:
-        head = f.read(8)
-        if len(head) != 8:
-            raise CorruptDataError(f"{path}: {len(head)} bytes, too short for safetensors")
-        (n,) = struct.unpack("<Q", head)
-        if n > min(size - 8, _MAX_HEADER):
-            raise CorruptDataError(f"{path}: header length {n} does not fit a {size}-byte file")
-        try:
-            header = json.loads(f.read(n))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise CorruptDataError(f"{path}: header is not JSON: {exc}") from exc
-        if not isinstance(header, dict):
-            raise CorruptDataError(f"{path}: header is not a JSON object")
-        data_size = size - 8 - n
-        tensors: dict[str, np.ndarray] = {}
-        entries = [(k, v) for k, v in header.items() if k != "__metadata__"]
-        entries.sort(key=lambda kv: _offsets(path, kv[0], kv[1], data_size)[0])
-        for name, info in entries:
-            begin, end = _offsets(path, name, info, data_size)
-            dtype = SAFETENSORS_DTYPES.get(info.get("dtype"))
-            if dtype is None:
-                raise TypeError(
-                    f"{path}: tensor {name!r} has unsupported dtype {info.get('dtype')!r}"
-                )
-            shape = info.get("shape")
-            if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
-                raise CorruptDataError(f"{path}: tensor {name!r} has a bad shape {shape!r}")
-            if (end - begin) != math.prod(shape) * dtype.itemsize:
-                raise CorruptDataError(
-                    f"{path}: tensor {name!r}: {end - begin} bytes for shape {shape} of {dtype}"
-                )
-            f.seek(8 + n + begin)
-            raw = f.read(end - begin)
-            tensors[name] = np.frombuffer(raw, dtype=dtype).reshape(shape)
-    return tensors
+    return dict(SafetensorsFile(path))
 
 
 def _offsets(path: Path, name: str, info: object, data_size: int) -> tuple[int, int]:

@@ -1,0 +1,213 @@
+"""Model files <-> containers: detection, compression, and restoring the original.
+
+Readers stream tensor by tensor into a :class:`nncodecs.Writer`; what the
+original file needs to come back byte for byte (a safetensors header, a
+shard index) travels in the container's metadata under ``source.*``.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from nncodecs.container import Reader, Writer
+from nncodecs.formats.safetensors import SafetensorsFile, write_safetensors
+
+__all__ = ["compress", "decompress", "detect_format", "iter_source"]
+
+Progress = Callable[[int, int], None]  # (bytes done, bytes in all)
+
+INDEX = "model.safetensors.index.json"
+
+
+def detect_format(path: str | Path) -> str:
+    """What a path holds, from its content: ``container``, ``safetensors``,
+    ``safetensors-dir`` (shards or a snapshot directory), ``npz``, ``torch`` or ``gguf``.
+
+    Raises ``FileNotFoundError`` for a missing path and ``ValueError`` for
+    anything else.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file or directory")
+    if path.is_dir():
+        if (path / "zarr.json").is_file():
+            return "container"
+        if path.joinpath(INDEX).is_file() or any(path.glob("*.safetensors")):
+            return "safetensors-dir"
+        raise ValueError(f"{path}: a directory with no container and no .safetensors files")
+    if path.name.endswith(".index.json"):
+        return "safetensors-dir"
+    with path.open("rb") as f:
+        head = f.read(16)
+    if head[:4] == b"GGUF":
+        return "gguf"
+    if head[:4] == b"PK\x03\x04":
+        with zipfile.ZipFile(path) as z:
+            names = z.namelist()
+        if "zarr.json" in names:
+            return "container"
+        if any(n.endswith("data.pkl") for n in names):
+            return "torch"
+        if names and all(n.endswith(".npy") for n in names):
+            return "npz"
+        raise ValueError(f"{path}: a zip file that is not a container, npz or torch file")
+    if len(head) >= 9 and head[8:9] == b"{":
+        return "safetensors"
+    if head[:1] == b"\x80":  # a legacy (non-zip) torch pickle
+        return "torch"
+    raise ValueError(f"{path}: not a format nncodecs reads (safetensors, npz, torch, container)")
+
+
+def _safetensors_files(path: Path) -> tuple[list[Path], str | None]:
+    if path.is_dir():
+        index = path / INDEX
+    elif path.name.endswith(".index.json"):
+        index, path = path, path.parent
+    else:
+        return [path], None
+    if index.is_file():
+        text = index.read_text()
+        files = sorted(set(json.loads(text)["weight_map"].values()))
+        return [path / f for f in files], text
+    return sorted(path.glob("*.safetensors")), None
+
+
+def iter_source(path: str | Path, fmt: str | None = None) -> Iterator[tuple[str, Any]]:
+    """``(name, array)`` of every tensor of a model file, one at a time."""
+    path = Path(path)
+    fmt = fmt or detect_format(path)
+    if fmt in ("safetensors", "safetensors-dir"):
+        for file in _safetensors_files(path)[0]:
+            yield from SafetensorsFile(file)
+    elif fmt == "npz":
+        with np.load(path, allow_pickle=False) as npz:
+            for name in npz.files:
+                yield name, npz[name]
+    elif fmt == "torch":
+        yield from load_torch_weights(path).items()
+    elif fmt == "container":
+        with Reader(path) as r:
+            for name in r:
+                yield name, r.read_tensor(name)
+    else:
+        raise ValueError(f"{path}: reading {fmt} is not supported yet")
+
+
+def load_torch_weights(path: Path) -> dict[str, Any]:
+    """A PyTorch checkpoint's tensors, loaded with ``weights_only=True``: no code runs."""
+    import pickle
+
+    import torch
+
+    try:
+        obj = torch.load(path, map_location="cpu", weights_only=True)
+    except (pickle.UnpicklingError, RuntimeError, AttributeError, EOFError) as exc:
+        raise ValueError(
+            f"{path}: refused: not a weights-only PyTorch file ({str(exc).splitlines()[0]})"
+        ) from None
+    if isinstance(obj, dict) and "state_dict" in obj and isinstance(obj["state_dict"], dict):
+        obj = obj["state_dict"]
+    if not isinstance(obj, dict) or not all(isinstance(v, torch.Tensor) for v in obj.values()):
+        raise ValueError(f"{path}: not a state dict of tensors")
+    return obj
+
+
+def compress(
+    source: str | Path,
+    target: Any,
+    codec: str = "auto",
+    threads: int | None = None,
+    chunk_bytes: int | None = None,
+    progress: Progress | None = None,
+) -> str:
+    """Compress a model file (or a directory of shards) into one container. Returns its format."""
+    source = Path(source)
+    fmt = detect_format(source)
+    if fmt == "container":
+        raise ValueError(f"{source}: already a container")
+    kwargs: dict[str, Any] = {"codec": codec, "threads": threads}
+    if chunk_bytes:
+        kwargs["chunk_bytes"] = chunk_bytes
+    with Writer(target, **kwargs) as w:
+        w.metadata["source.format"] = "safetensors" if fmt.startswith("safetensors") else fmt
+        if fmt.startswith("safetensors"):
+            files, index = _safetensors_files(source)
+            total = sum(f.stat().st_size for f in files)
+            done = 0
+            records = []
+            for file in files:
+                st = SafetensorsFile(file)
+                records.append({
+                    "file": file.name,
+                    "header": st.header_bytes.decode("utf-8"),
+                    "exact": st.tiles_exactly(),
+                    "tensors": [e[0] for e in st.entries],
+                })  # fmt: skip
+                for name, arr in st:
+                    w.add_tensor(name, arr)
+                    done += arr.nbytes
+                    if progress:
+                        progress(done, total)
+            w.metadata["source.files"] = json.dumps(records)
+            if index is not None:
+                w.metadata["source.index"] = index
+            w.metadata["source.layout"] = "directory" if fmt == "safetensors-dir" else "file"
+        else:
+            total = source.stat().st_size
+            done = 0
+            for name, arr in iter_source(source, fmt):
+                w.add_tensor(name, arr)
+                done += int(arr.nbytes)
+                if progress:
+                    progress(min(done, total), total)
+    return fmt
+
+
+def decompress(
+    container: Any, out: str | Path, fmt: str | None = None, progress: Progress | None = None
+) -> str:
+    """Restore a container as a model file; the source's own format (byte for byte
+    for safetensors) unless ``fmt`` asks for ``safetensors`` or ``npz``. Returns the format."""
+    out = Path(out)
+    with Reader(container) as r:
+        source = r.metadata.get("source.format")
+        fmt = fmt or (source if source in ("safetensors", "npz") else "safetensors")
+        total = sum(r.info(n).nbytes for n in r)
+        done = 0
+
+        def tensors(names: list[str]) -> Iterator[tuple[str, Any]]:
+            nonlocal done
+            for name in names:
+                arr = r.read_tensor(name)
+                done += arr.nbytes
+                if progress:
+                    progress(done, total)
+                yield name, arr
+
+        if fmt == "safetensors":
+            if source == "safetensors":
+                records = json.loads(r.metadata["source.files"])
+                if r.metadata.get("source.layout") == "directory":
+                    out.mkdir(parents=True, exist_ok=True)
+                    if "source.index" in r.metadata:
+                        (out / INDEX).write_text(r.metadata["source.index"])
+                    paths = [out / rec["file"] for rec in records]
+                else:
+                    paths = [out]
+                for rec, path in zip(records, paths, strict=True):
+                    header = rec["header"].encode("utf-8") if rec["exact"] else None
+                    write_safetensors(path, tensors(rec["tensors"]), header_bytes=header)
+            else:
+                write_safetensors(out, tensors(r.keys()))
+        elif fmt == "npz":
+            with out.open("wb") as f:
+                np.savez(f, **dict(tensors(r.keys())))
+        else:
+            raise ValueError(f"cannot write {fmt!r}: choose safetensors or npz")
+    return fmt

@@ -1,0 +1,98 @@
+"""The nncodecs command, run as a user runs it: in a subprocess."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nncodecs.datasets import minilm_path
+
+
+def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "nncodecs", *args], cwd=cwd, capture_output=True, text=True
+    )
+
+
+@pytest.fixture()
+def model(real_weights: dict, tmp_path: Path) -> Path:
+    path = tmp_path / "model.safetensors"
+    shutil.copy(minilm_path(), path)
+    return path
+
+
+def test_compress_info_verify_decompress(model: Path, tmp_path: Path) -> None:
+    original = hashlib.sha256(model.read_bytes()).hexdigest()
+    r = run("compress", "model.safetensors", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "model.safetensors.zarr.zip" in r.stdout and "ratio 0.8" in r.stdout
+    assert r.stderr == ""  # not a terminal: no progress bar
+    r = run("info", "model.safetensors.zarr.zip", cwd=tmp_path)
+    assert r.returncode == 0 and "104 tensors (container)" in r.stdout
+    assert "pooler.dense.weight" in r.stdout and "MiB" in r.stdout
+    r = run("info", "model.safetensors.zarr.zip", "--json", cwd=tmp_path)
+    info = json.loads(r.stdout)
+    assert len(info["tensors"]) == 104 and info["stored_bytes"] < info["nbytes"]
+    r = run("info", "model.safetensors", cwd=tmp_path)  # a model file too
+    assert r.returncode == 0 and "104 tensors (safetensors)" in r.stdout
+    assert run("verify", "model.safetensors.zarr.zip", cwd=tmp_path).returncode == 0
+    model.unlink()
+    r = run("decompress", "model.safetensors.zarr.zip", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert hashlib.sha256(model.read_bytes()).hexdigest() == original
+
+
+def test_merge_convert_and_quiet(tmp_path: Path) -> None:
+    np.savez(tmp_path / "a.npz", x=np.arange(5, dtype=np.float32))
+    np.savez(tmp_path / "b.npz", y=np.ones(3, np.int16))
+    assert run("convert", "a.npz", "-o", "a.zarr.zip", "-q", cwd=tmp_path).returncode == 0
+    r = run("compress", "b.npz", "-o", "b.zarr", "--codec", "zstd", "-q", cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout == ""
+    assert run("merge", "a.zarr.zip", "b.zarr", "-o", "ab.zarr.zip", cwd=tmp_path).returncode == 0
+    r = run("convert", "ab.zarr.zip", "-o", "ab.npz", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    with np.load(tmp_path / "ab.npz") as ab:
+        assert ab["x"].tolist() == [0, 1, 2, 3, 4] and ab["y"].tolist() == [1, 1, 1]
+
+
+def test_errors_are_one_line_with_an_exit_code(model: Path, tmp_path: Path) -> None:
+    r = run("compress", "missing.safetensors", cwd=tmp_path)
+    assert r.returncode == 1
+    assert r.stderr.strip().count("\n") == 0 and "no such file" in r.stderr
+    (tmp_path / "trunc.safetensors").write_bytes(model.read_bytes()[:3000])
+    r = run("compress", "trunc.safetensors", cwd=tmp_path)
+    assert r.returncode == 1 and r.stderr.startswith("nncodecs: corrupt data:")
+    (tmp_path / "notes.txt").write_text("not a model")
+    r = run("info", "notes.txt", cwd=tmp_path)
+    assert r.returncode == 1 and "not a format nncodecs reads" in r.stderr
+    r = run("verify", "notes.txt", cwd=tmp_path)
+    assert r.returncode == 1
+    # A container with a flipped byte in a chunk fails verify.
+    assert run("compress", "model.safetensors", "-o", "m.zarr", "-q", cwd=tmp_path).returncode == 0
+    chunk = max(
+        (p for p in (tmp_path / "m.zarr").rglob("*") if p.is_file()), key=lambda p: p.stat().st_size
+    )
+    raw = bytearray(chunk.read_bytes())
+    raw[len(raw) // 2] ^= 1
+    chunk.write_bytes(bytes(raw))
+    r = run("verify", "m.zarr", cwd=tmp_path)
+    assert r.returncode == 1 and "corrupt data" in r.stderr
+    assert run("frobnicate", cwd=tmp_path).returncode == 2  # usage error
+
+
+def test_help_shows_an_example_for_every_command(tmp_path: Path) -> None:
+    r = run("--help", cwd=tmp_path)
+    assert r.returncode == 0
+    for command in ("compress", "decompress", "info", "verify", "merge", "convert"):
+        assert f"nncodecs {command}" in r.stdout
+        sub = run(command, "--help", cwd=tmp_path)
+        assert (
+            sub.returncode == 0 and "example:" in sub.stdout and f"nncodecs {command}" in sub.stdout
+        )

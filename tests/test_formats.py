@@ -1,0 +1,130 @@
+"""Model files in and out: safetensors byte for byte, shards, npz, torch, hostile pickles."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import pickle
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from harness import same_bits
+
+from nncodecs import CorruptDataError, Reader
+from nncodecs.datasets import minilm_path
+from nncodecs.formats import (
+    SafetensorsFile,
+    compress,
+    decompress,
+    detect_format,
+    read_safetensors,
+    write_safetensors,
+)
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def minilm(real_weights: dict) -> Path:
+    return minilm_path()
+
+
+def test_safetensors_round_trip_is_byte_identical(minilm: Path, tmp_path: Path) -> None:
+    assert detect_format(minilm) == "safetensors"
+    compress(minilm, tmp_path / "m.zarr.zip")
+    assert detect_format(tmp_path / "m.zarr.zip") == "container"
+    decompress(tmp_path / "m.zarr.zip", tmp_path / "back.safetensors")
+    assert sha256(tmp_path / "back.safetensors") == sha256(minilm)
+    with Reader(tmp_path / "m.zarr.zip") as r:
+        assert r.metadata["source.format"] == "safetensors"
+        assert len(r) == 104
+
+
+def test_sharded_snapshot_directory_round_trips(minilm: Path, tmp_path: Path) -> None:
+    tensors = read_safetensors(minilm)
+    names = list(tensors)
+    shards = tmp_path / "snapshot"
+    shards.mkdir()
+    weight_map = {}
+    for i, part in enumerate((names[:50], names[50:])):
+        file = f"model-0000{i + 1}-of-00002.safetensors"
+        write_safetensors(shards / file, ((n, tensors[n]) for n in part), metadata={"format": "pt"})
+        weight_map.update(dict.fromkeys(part, file))
+    index = json.dumps({"metadata": {"total_size": 1}, "weight_map": weight_map}, indent=2)
+    (shards / "model.safetensors.index.json").write_text(index)
+    assert detect_format(shards) == "safetensors-dir"
+    compress(shards, tmp_path / "s.zarr")
+    decompress(tmp_path / "s.zarr", tmp_path / "restored")
+    for file in shards.iterdir():
+        assert sha256(tmp_path / "restored" / file.name) == sha256(file), file.name
+    st = SafetensorsFile(tmp_path / "restored" / "model-00001-of-00002.safetensors")
+    assert st.metadata == {"format": "pt"}
+
+
+def test_npz_in_and_out(tmp_path: Path) -> None:
+    arrays = {"a": np.arange(10, dtype=np.float32), "b": np.ones((3, 4), np.int64)}
+    np.savez(tmp_path / "m.npz", **arrays)
+    assert detect_format(tmp_path / "m.npz") == "npz"
+    compress(tmp_path / "m.npz", tmp_path / "m.zarr.zip")
+    assert decompress(tmp_path / "m.zarr.zip", tmp_path / "back.npz") == "npz"
+    with np.load(tmp_path / "back.npz") as back:
+        assert set(back.files) == set(arrays)
+        for name, arr in arrays.items():
+            assert same_bits(back[name], arr)
+    decompress(tmp_path / "m.zarr.zip", tmp_path / "as.safetensors", fmt="safetensors")
+    assert same_bits(read_safetensors(tmp_path / "as.safetensors")["b"], arrays["b"])
+
+
+def test_torch_checkpoint_round_trips(torch: Any, tmp_path: Path) -> None:
+    import torch as th
+
+    state = {"w": th.randn(16, 8).to(th.bfloat16), "b": th.zeros(8), "step": th.tensor(3)}
+    th.save(state, tmp_path / "model.bin")
+    assert detect_format(tmp_path / "model.bin") == "torch"
+    compress(tmp_path / "model.bin", tmp_path / "m.zarr")
+    decompress(tmp_path / "m.zarr", tmp_path / "m.safetensors")
+    back = read_safetensors(tmp_path / "m.safetensors")
+    assert back["w"].tobytes() == state["w"].view(th.int16).numpy().tobytes()
+    assert back["step"].tolist() == 3
+
+
+class Evil:
+    def __reduce__(self) -> Any:
+        import os
+
+        return (os.system, (f"touch {MARKER}",))
+
+
+MARKER = "/tmp/nncodecs-evil-pickle-ran"
+
+
+def test_a_malicious_pickle_is_refused_and_runs_nothing(torch: Any, tmp_path: Path) -> None:
+    marker = Path(MARKER)
+    marker.unlink(missing_ok=True)
+    (tmp_path / "evil.pt").write_bytes(pickle.dumps({"w": Evil()}))
+    with pytest.raises(ValueError, match="refused"):
+        compress(tmp_path / "evil.pt", tmp_path / "e.zarr")
+    assert not marker.exists()
+    # The same payload inside a torch zip file.
+    import torch as th
+
+    # The payload inside a torch zip file (torch.save pickles the object as it is).
+    th.save({"w": Evil()}, tmp_path / "evil2.pt")
+    with pytest.raises(ValueError, match="refused"):
+        compress(tmp_path / "evil2.pt", tmp_path / "e2.zarr")
+    assert not marker.exists()
+
+
+def test_unreadable_inputs_are_clear_errors(tmp_path: Path, minilm: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        detect_format(tmp_path / "missing.safetensors")
+    (tmp_path / "x.txt").write_text("hello")
+    with pytest.raises(ValueError, match="not a format nncodecs reads"):
+        detect_format(tmp_path / "x.txt")
+    (tmp_path / "t.safetensors").write_bytes(minilm.read_bytes()[:5000])
+    with pytest.raises(CorruptDataError, match="does not fit"):
+        compress(tmp_path / "t.safetensors", tmp_path / "t.zarr")
