@@ -1,0 +1,55 @@
+"""torch state dicts in and out of containers, dtypes and tied tensors kept.
+
+Tied (shared) tensors, such as an embedding also used as the output layer,
+are stored once; ``load_state_dict`` gives back one tensor under every name.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from nncodecs.container import Reader, Writer
+
+__all__ = ["load_state_dict", "save_state_dict"]
+
+_TIED = "torch.tied"
+
+
+def save_state_dict(state_dict: dict[str, Any], path: Any, codec: str = "auto") -> None:
+    """Write a state dict; tensors that share storage (the same view) are stored once."""
+    seen: dict[tuple, str] = {}
+    tied: dict[str, str] = {}
+    with Writer(path, codec=codec) as w:
+        for name, tensor in state_dict.items():
+            key = (
+                tensor.device.type,
+                tensor.untyped_storage().data_ptr(),
+                tensor.storage_offset(),
+                tuple(tensor.shape),
+                tuple(tensor.stride()),
+                tensor.dtype,
+            )
+            if tensor.numel() and key in seen:
+                tied[name] = seen[key]
+                continue
+            seen[key] = name
+            w.add_tensor(name, tensor)
+        w.metadata[_TIED] = json.dumps(tied)
+        w.metadata["torch.order"] = json.dumps(list(state_dict))
+
+
+def load_state_dict(path: Any, device: str = "cpu") -> dict[str, Any]:
+    """The state dict back, in its order, tied tensors as one tensor."""
+    with Reader(path) as r:
+        tied = json.loads(r.metadata.get(_TIED, "{}"))
+        order = json.loads(r.metadata.get("torch.order", "null")) or r.keys()
+        out: dict[str, Any] = {}
+        for name in order:
+            if name in tied:
+                continue
+            tensor = r.read_tensor(name, to="torch")
+            out[name] = tensor if device == "cpu" else tensor.to(device)
+        for name, target in tied.items():
+            out[name] = out[target]
+        return {name: out[name] for name in order}

@@ -1,0 +1,89 @@
+"""safe_open over a container, and torch state dicts with their dtypes and ties."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from harness import same_bits
+from zarr.storage import LocalStore
+
+from nncodecs.datasets import minilm_path
+from nncodecs.formats import compress
+from nncodecs.integrations.safetensors import safe_open
+
+
+@pytest.fixture(scope="module")
+def container(real_weights: dict, tmp_path_factory: Any) -> Path:
+    path = tmp_path_factory.mktemp("c") / "minilm.zarr"
+    compress(minilm_path(), path)
+    return path
+
+
+def test_safe_open_matches_safetensors(container: Path) -> None:
+    from safetensors import safe_open as st_open
+
+    with (
+        st_open(str(minilm_path()), framework="np") as ref,
+        safe_open(container, framework="np") as f,
+    ):
+        assert sorted(f.keys()) == sorted(ref.keys())
+        assert f.metadata() == ref.metadata()
+        for name in ref.keys():  # noqa: SIM118 (safetensors' handle has no __iter__)
+            assert same_bits(f.get_tensor(name), ref.get_tensor(name)), name
+        big = "embeddings.word_embeddings.weight"
+        s, rs = f.get_slice(big), ref.get_slice(big)
+        assert s.get_shape() == rs.get_shape() and s.get_dtype() == rs.get_dtype()
+        assert same_bits(s[100:103, 5:9], rs[100:103, 5:9])
+
+
+def test_get_slice_reads_only_the_chunks_it_needs(container: Path) -> None:
+    from test_container import CountingStore
+
+    store = CountingStore(LocalStore(container, read_only=True))
+    with safe_open(store, framework="np") as f:
+        store.gets.clear()
+        f.get_slice("embeddings.word_embeddings.weight")[20000:20002]
+        chunks = [k for k in store.gets if not k.endswith("zarr.json")]
+        assert 1 <= len(chunks) <= 3
+
+
+def test_safe_open_torch(torch: Any, container: Path) -> None:
+    import torch as th
+    from safetensors import safe_open as st_open
+
+    with st_open(str(minilm_path()), framework="pt") as ref, safe_open(container) as f:
+        for name in ("pooler.dense.weight", "embeddings.position_ids"):
+            got, want = f.get_tensor(name), ref.get_tensor(name)
+            assert got.dtype == want.dtype and th.equal(got, want)
+
+
+def test_torch_state_dict_keeps_dtypes_and_ties(torch: Any, tmp_path: Path) -> None:
+    import torch as th
+
+    from nncodecs.integrations.torch import load_state_dict, save_state_dict
+
+    emb = th.randn(100, 16).to(th.bfloat16)
+    state = {
+        "embed.weight": emb,
+        "head.weight": emb,  # tied to the embedding
+        "scale": th.randn(16).to(th.float8_e4m3fn),
+        "step": th.tensor(7),
+    }
+    save_state_dict(state, tmp_path / "sd.zarr.zip")
+    back = load_state_dict(tmp_path / "sd.zarr.zip")
+    assert list(back) == list(state)
+    assert back["head.weight"] is back["embed.weight"]
+    for name, tensor in state.items():
+        assert back[name].dtype == tensor.dtype and back[name].shape == tensor.shape
+        as_bits = th.uint8 if tensor.dtype == th.float8_e4m3fn else tensor.dtype
+        assert th.equal(back[name].view(as_bits), tensor.view(as_bits))
+    model = th.nn.Linear(16, 4)
+    save_state_dict(model.state_dict(), tmp_path / "lin.zarr")
+    fresh = th.nn.Linear(16, 4)
+    fresh.load_state_dict(load_state_dict(tmp_path / "lin.zarr"))
+    x = th.randn(3, 16)
+    assert th.equal(fresh(x), model(x))
+    np.testing.assert_array_equal(fresh.bias.detach().numpy(), model.bias.detach().numpy())
