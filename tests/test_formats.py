@@ -128,3 +128,44 @@ def test_unreadable_inputs_are_clear_errors(tmp_path: Path, minilm: Path) -> Non
     (tmp_path / "t.safetensors").write_bytes(minilm.read_bytes()[:5000])
     with pytest.raises(CorruptDataError, match="does not fit"):
         compress(tmp_path / "t.safetensors", tmp_path / "t.zarr")
+
+
+def test_gguf_round_trips_byte_identically(real_weights: dict, tmp_path: Path) -> None:
+    import gguf
+    from gguf import GGMLQuantizationType as Q
+
+    path = tmp_path / "minilm.gguf"
+    writer = gguf.GGUFWriter(path, "bert")
+    writer.add_string("general.name", "all-MiniLM-L6-v2")
+    writer.add_uint32("bert.block_count", 6)
+    kinds = []
+    for i, (name, arr) in enumerate(real_weights.items()):
+        if arr.dtype != np.float32:
+            continue
+        if i % 3 == 1:
+            writer.add_tensor(name, arr.astype(np.float16))
+            kinds.append("F16")
+        elif i % 3 == 2 and arr.shape[-1] % 32 == 0:
+            writer.add_tensor(name, gguf.quants.quantize(arr, Q.Q8_0), raw_dtype=Q.Q8_0)
+            kinds.append("Q8_0")
+        else:
+            writer.add_tensor(name, arr)
+            kinds.append("F32")
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    assert {"F32", "F16", "Q8_0"} <= set(kinds)
+    assert detect_format(path) == "gguf"
+    compress(path, tmp_path / "g.zarr.zip")
+    assert decompress(tmp_path / "g.zarr.zip", tmp_path / "back.gguf") == "gguf"
+    assert sha256(tmp_path / "back.gguf") == sha256(path)
+    with Reader(tmp_path / "g.zarr.zip") as r:
+        ranges = json.loads(r.metadata["source.gguf.ranges"])
+        types = {name: kind for name, _, _, kind in ranges}
+        assert set(types.values()) == {"F32", "F16", "Q8_0"}
+        quantized = next(n for n, k in types.items() if k == "Q8_0")
+        assert r.read_tensor(quantized).dtype == np.uint8  # its blocks, bit-exact
+    (tmp_path / "bad.gguf").write_bytes(path.read_bytes()[:2000])
+    with pytest.raises((CorruptDataError, ValueError)):
+        compress(tmp_path / "bad.gguf", tmp_path / "bad.zarr")

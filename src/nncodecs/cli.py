@@ -236,7 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command(
         "compress",
-        "compress a model file (safetensors, npz, torch) or a directory of shards",
+        "compress a model file (safetensors, GGUF, npz, torch) or a directory of shards",
         cmd_compress,
     )
     p.add_argument("input")
@@ -250,7 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("input")
     p.add_argument("-o", "--output", help="where to (default: INPUT without .zarr.zip)")
-    p.add_argument("--format", choices=["safetensors", "npz"], default=None)
+    p.add_argument("--format", choices=["safetensors", "npz", "gguf"], default=None)
 
     p = command("info", "list the tensors of a container or a model file", cmd_info)
     p.add_argument("input")

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from nncodecs.container import Reader, Writer
+from nncodecs.errors import CorruptDataError
 from nncodecs.formats.safetensors import SafetensorsFile, write_safetensors
 
 __all__ = ["compress", "decompress", "detect_format", "iter_source"]
@@ -91,12 +92,42 @@ def iter_source(path: str | Path, fmt: str | None = None) -> Iterator[tuple[str,
                 yield name, npz[name]
     elif fmt == "torch":
         yield from load_torch_weights(path).items()
+    elif fmt == "gguf":
+        for name, arr, _ in _gguf_tensors(path):
+            yield name, arr
     elif fmt == "container":
         with Reader(path) as r:
             for name in r:
                 yield name, r.read_tensor(name)
     else:
         raise ValueError(f"{path}: reading {fmt} is not supported yet")
+
+
+_GGUF_TYPED = {"F32": np.float32, "F16": np.float16, "F64": np.float64, "I8": np.int8,
+               "I16": np.int16, "I32": np.int32, "I64": np.int64}  # fmt: skip
+
+
+def _gguf_tensors(path: Path) -> Iterator[tuple[str, np.ndarray, tuple[int, int, str]]]:
+    """GGUF tensors in file order: (name, array, (offset, bytes, GGML type)). Float and
+    integer types come typed; quantized blocks come as their raw bytes (uint8)."""
+    from gguf import GGUFReader
+
+    try:
+        reader = GGUFReader(path)
+    except Exception as exc:  # the gguf package raises plain errors for bad files
+        raise CorruptDataError(f"{path}: not a readable GGUF file ({exc})") from None
+    raw = np.memmap(path, dtype=np.uint8, mode="r")
+    for t in sorted(reader.tensors, key=lambda t: t.data_offset):
+        kind = t.tensor_type.name
+        start, size = int(t.data_offset), int(t.n_bytes)
+        if start + size > raw.size:
+            raise CorruptDataError(f"{path}: tensor {t.name!r} runs past the end of the file")
+        data = raw[start : start + size]
+        if kind in _GGUF_TYPED:
+            arr = np.asarray(data).view(_GGUF_TYPED[kind]).reshape(tuple(t.data.shape))
+        else:
+            arr = np.asarray(data)
+        yield t.name, arr, (start, size, kind)
 
 
 def load_torch_weights(path: Path) -> dict[str, Any]:
@@ -158,6 +189,8 @@ def compress(
             if index is not None:
                 w.metadata["source.index"] = index
             w.metadata["source.layout"] = "directory" if fmt == "safetensors-dir" else "file"
+        elif fmt == "gguf":
+            _compress_gguf(source, w, progress)
         else:
             total = source.stat().st_size
             done = 0
@@ -169,6 +202,42 @@ def compress(
     return fmt
 
 
+def _compress_gguf(source: Path, w: Writer, progress: Progress | None) -> None:
+    """Tensors into the container; every other byte of the file (header, key-value
+    metadata, tensor infos, alignment padding) kept verbatim, so it comes back exact."""
+    import base64
+
+    raw = np.memmap(source, dtype=np.uint8, mode="r")
+    gaps, ranges, at = [], [], 0
+    for name, arr, (start, size, kind) in _gguf_tensors(source):
+        if start < at:
+            raise CorruptDataError(f"{source}: tensor {name!r} overlaps the one before it")
+        gaps.append(bytes(raw[at:start]))
+        ranges.append([name, start, size, kind])
+        w.add_tensor(name, arr)
+        at = start + size
+        if progress:
+            progress(at, raw.size)
+    gaps.append(bytes(raw[at:]))
+    w.metadata["source.gguf.ranges"] = json.dumps(ranges)
+    w.metadata["source.gguf.gaps"] = json.dumps([base64.b64encode(g).decode() for g in gaps])
+
+
+def _write_gguf(r: Reader, out: Path) -> None:
+    import base64
+
+    ranges = json.loads(r.metadata["source.gguf.ranges"])
+    gaps = [base64.b64decode(g) for g in json.loads(r.metadata["source.gguf.gaps"])]
+    with out.open("wb") as f:
+        for gap, (name, start, size, _) in zip(gaps, ranges, strict=False):
+            f.write(gap)
+            data = np.asarray(r.read_tensor(name)).tobytes()
+            if f.tell() != start or len(data) != size:
+                raise CorruptDataError(f"tensor {name!r} does not fit its place in the GGUF file")
+            f.write(data)
+        f.write(gaps[-1])
+
+
 def decompress(
     container: Any, out: str | Path, fmt: str | None = None, progress: Progress | None = None
 ) -> str:
@@ -177,7 +246,12 @@ def decompress(
     out = Path(out)
     with Reader(container) as r:
         source = r.metadata.get("source.format")
-        fmt = fmt or (source if source in ("safetensors", "npz") else "safetensors")
+        fmt = fmt or (source if source in ("safetensors", "npz", "gguf") else "safetensors")
+        if fmt == "gguf":
+            if source != "gguf":
+                raise ValueError("only a container made from a GGUF file can be written as GGUF")
+            _write_gguf(r, out)
+            return fmt
         total = sum(r.info(n).nbytes for n in r)
         done = 0
 
@@ -209,5 +283,5 @@ def decompress(
             with out.open("wb") as f:
                 np.savez(f, **dict(tensors(r.keys())))
         else:
-            raise ValueError(f"cannot write {fmt!r}: choose safetensors or npz")
+            raise ValueError(f"cannot write {fmt!r}: choose safetensors, npz or gguf")
     return fmt
