@@ -87,3 +87,42 @@ def test_torch_state_dict_keeps_dtypes_and_ties(torch: Any, tmp_path: Path) -> N
     x = th.randn(3, 16)
     assert th.equal(fresh(x), model(x))
     np.testing.assert_array_equal(fresh.bias.detach().numpy(), model.bias.detach().numpy())
+
+
+def test_transformers_model_from_a_container_gives_the_same_outputs(
+    torch: Any, tmp_path: Path
+) -> None:
+    import torch as th
+    from conftest import optional_import
+
+    transformers = optional_import("transformers")
+    from nncodecs.integrations.transformers import (
+        containers_to_snapshot,
+        load_model,
+        snapshot_to_containers,
+    )
+
+    model_dir = minilm_path().parent  # config, tokenizer and weights ship in the package
+    packed = snapshot_to_containers(model_dir, tmp_path / "packed")
+    assert (packed / "model.safetensors.zarr.zip").is_file()
+    assert not (packed / "model.safetensors").exists()
+    tokenizer = transformers.AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
+    batch = tokenizer(
+        ["nncodecs stores weights", "a second sentence"], padding=True, return_tensors="pt"
+    )
+    original = transformers.AutoModel.from_pretrained(model_dir, local_files_only=True).eval()
+    ours = load_model(packed / "model.safetensors.zarr.zip", packed)
+    with th.no_grad():
+        want = original(**batch).last_hidden_state
+        got = ours(**batch).last_hidden_state
+    assert th.equal(got, want)
+    restored = containers_to_snapshot(packed, tmp_path / "restored")
+    import hashlib
+
+    for file in model_dir.rglob("*"):
+        if file.is_file() and "__pycache__" not in file.parts:
+            back = restored / file.relative_to(model_dir)
+            assert (
+                hashlib.sha256(back.read_bytes()).digest()
+                == hashlib.sha256(file.read_bytes()).digest()
+            )

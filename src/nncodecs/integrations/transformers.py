@@ -1,0 +1,75 @@
+"""Hugging Face transformers: models loaded from containers, snapshots to containers and back.
+
+Nothing here touches a hub: configs and tokenizers come from local
+directories (a snapshot, or a package that ships one).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+from nncodecs.formats.convert import compress, decompress
+from nncodecs.integrations.torch import load_state_dict
+
+__all__ = ["containers_to_snapshot", "load_model", "snapshot_to_containers"]
+
+SUFFIX = ".zarr.zip"
+
+
+def snapshot_to_containers(snapshot: str | Path, out: str | Path, codec: str = "auto") -> Path:
+    """Copy a snapshot directory with each ``*.safetensors`` file as a container
+    (``name.safetensors.zarr.zip``); every other file is copied as it is."""
+    snapshot, out = Path(snapshot), Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    for file in sorted(snapshot.rglob("*")):
+        if not file.is_file():
+            continue
+        target = out / file.relative_to(snapshot)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if file.suffix == ".safetensors":
+            compress(file, target.with_name(target.name + SUFFIX), codec=codec)
+        else:
+            shutil.copy2(file, target)
+    return out
+
+
+def containers_to_snapshot(directory: str | Path, out: str | Path) -> Path:
+    """The inverse of :func:`snapshot_to_containers`: the original files, byte for byte."""
+    directory, out = Path(directory), Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    for file in sorted(directory.rglob("*")):
+        if not file.is_file():
+            continue
+        target = out / file.relative_to(directory)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if file.name.endswith(".safetensors" + SUFFIX):
+            decompress(file, target.with_name(target.name[: -len(SUFFIX)]))
+        else:
+            shutil.copy2(file, target)
+    return out
+
+
+def load_model(container: str | Path, config_dir: str | Path, model_class: Any = None) -> Any:
+    """A transformers model built from ``config_dir``'s config, its weights from a container.
+
+    ``model_class`` defaults to ``transformers.AutoModel``; every weight of the
+    model must be in the container (a missing or unexpected one raises).
+    """
+    import transformers
+
+    config = transformers.AutoConfig.from_pretrained(config_dir, local_files_only=True)
+    cls = model_class or transformers.AutoModel
+    model = cls.from_config(config)
+    state = load_state_dict(container)
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    # Buffers that the checkpoint may or may not carry (position ids) are not weights.
+    missing = [m for m in missing if not m.endswith("position_ids")]
+    unexpected = [u for u in unexpected if not u.endswith("position_ids")]
+    if missing or unexpected:
+        raise ValueError(
+            f"{container}: weights do not fit {type(model).__name__}: "
+            f"missing {missing[:5]}, unexpected {unexpected[:5]}"
+        )
+    return model.eval()
