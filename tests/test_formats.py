@@ -169,3 +169,32 @@ def test_gguf_round_trips_byte_identically(real_weights: dict, tmp_path: Path) -
     (tmp_path / "bad.gguf").write_bytes(path.read_bytes()[:2000])
     with pytest.raises((CorruptDataError, ValueError)):
         compress(tmp_path / "bad.gguf", tmp_path / "bad.zarr")
+
+
+def test_onnx_initializers(tmp_path: Path) -> None:
+    from conftest import optional_import
+
+    onnx = optional_import("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = np.random.default_rng(0).standard_normal((8, 4)).astype(np.float32)
+    b = np.arange(4, dtype=np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("Gemm", ["x", "w", "b"], ["y"])],
+        "tiny",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+        initializer=[numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")],
+    )
+    onnx.save(helper.make_model(graph), tmp_path / "tiny.onnx")
+    assert detect_format(tmp_path / "tiny.onnx") == "onnx"
+    compress(tmp_path / "tiny.onnx", tmp_path / "t.zarr")
+    with Reader(tmp_path / "t.zarr") as r:
+        assert r.keys() == ["w", "b"]
+        assert same_bits(r.read_tensor("w"), w) and same_bits(r.read_tensor("b"), b)
+    decompress(tmp_path / "t.zarr", tmp_path / "t.npz")  # to another format
+    with np.load(tmp_path / "t.npz") as back:
+        assert same_bits(back["w"], w)
+    (tmp_path / "bad.onnx").write_bytes(b"\xff" * 100)
+    with pytest.raises((CorruptDataError, ValueError)):
+        compress(tmp_path / "bad.onnx", tmp_path / "bad.zarr")

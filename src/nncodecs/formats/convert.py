@@ -28,7 +28,8 @@ INDEX = "model.safetensors.index.json"
 
 def detect_format(path: str | Path) -> str:
     """What a path holds, from its content: ``container``, ``safetensors``,
-    ``safetensors-dir`` (shards or a snapshot directory), ``npz``, ``torch`` or ``gguf``.
+    ``safetensors-dir`` (shards or a snapshot directory), ``npz``, ``torch``, ``gguf`` or
+    ``onnx`` (by its suffix: protobuf has no magic).
 
     Raises ``FileNotFoundError`` for a missing path and ``ValueError`` for
     anything else.
@@ -62,6 +63,8 @@ def detect_format(path: str | Path) -> str:
         return "safetensors"
     if head[:1] == b"\x80":  # a legacy (non-zip) torch pickle
         return "torch"
+    if path.suffix == ".onnx":  # protobuf has no magic: the suffix decides
+        return "onnx"
     raise ValueError(f"{path}: not a format nncodecs reads (safetensors, npz, torch, container)")
 
 
@@ -95,6 +98,8 @@ def iter_source(path: str | Path, fmt: str | None = None) -> Iterator[tuple[str,
     elif fmt == "gguf":
         for name, arr, _ in _gguf_tensors(path):
             yield name, arr
+    elif fmt == "onnx":
+        yield from _onnx_initializers(path)
     elif fmt == "container":
         with Reader(path) as r:
             for name in r:
@@ -128,6 +133,23 @@ def _gguf_tensors(path: Path) -> Iterator[tuple[str, np.ndarray, tuple[int, int,
         else:
             arr = np.asarray(data)
         yield t.name, arr, (start, size, kind)
+
+
+def _onnx_initializers(path: Path) -> Iterator[tuple[str, np.ndarray]]:
+    """The initializers (weights) of an ONNX model, through the optional ``onnx`` package."""
+    try:
+        import onnx
+        from onnx import numpy_helper
+    except ImportError:
+        raise ValueError(
+            f"{path}: reading ONNX needs the onnx package (pip install onnx)"
+        ) from None
+    try:
+        model = onnx.load(str(path), load_external_data=True)
+    except Exception as exc:  # protobuf's errors for a file that is not ONNX
+        raise CorruptDataError(f"{path}: not a readable ONNX model ({exc})") from None
+    for init in model.graph.initializer:
+        yield init.name, numpy_helper.to_array(init)
 
 
 def load_torch_weights(path: Path) -> dict[str, Any]:
@@ -241,12 +263,17 @@ def _write_gguf(r: Reader, out: Path) -> None:
 def decompress(
     container: Any, out: str | Path, fmt: str | None = None, progress: Progress | None = None
 ) -> str:
-    """Restore a container as a model file; the source's own format (byte for byte
-    for safetensors) unless ``fmt`` asks for ``safetensors`` or ``npz``. Returns the format."""
+    """Restore a container as a model file: ``fmt``, else the one ``out``'s suffix names,
+    else the source's own format (byte for byte for safetensors and GGUF). Returns the format."""
     out = Path(out)
     with Reader(container) as r:
         source = r.metadata.get("source.format")
-        fmt = fmt or (source if source in ("safetensors", "npz", "gguf") else "safetensors")
+        by_suffix = {".npz": "npz", ".gguf": "gguf", ".safetensors": "safetensors"}.get(out.suffix)
+        fmt = (
+            fmt
+            or by_suffix
+            or (source if source in ("safetensors", "npz", "gguf") else "safetensors")
+        )
         if fmt == "gguf":
             if source != "gguf":
                 raise ValueError("only a container made from a GGUF file can be written as GGUF")
