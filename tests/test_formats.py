@@ -198,3 +198,20 @@ def test_onnx_initializers(tmp_path: Path) -> None:
     (tmp_path / "bad.onnx").write_bytes(b"\xff" * 100)
     with pytest.raises((CorruptDataError, ValueError)):
         compress(tmp_path / "bad.onnx", tmp_path / "bad.zarr")
+
+
+def test_ztensor_files(tmp_path: Path) -> None:
+    from conftest import optional_import
+
+    ztensor = optional_import("ztensor")
+    a = np.random.default_rng(1).standard_normal((5, 7)).astype(np.float32)
+    b = np.arange(9, dtype=np.int16)
+    writer = ztensor.Writer(str(tmp_path / "m.zt"))
+    writer.add("a", a.view(np.uint8).reshape(-1), list(a.shape), "f32")
+    writer.add("b", b.view(np.uint8), list(b.shape), "i16")
+    writer.finish()
+    assert detect_format(tmp_path / "m.zt") == "ztensor"
+    compress(tmp_path / "m.zt", tmp_path / "m.zarr.zip")
+    with Reader(tmp_path / "m.zarr.zip") as r:
+        assert sorted(r.keys()) == ["a", "b"]
+        assert same_bits(r.read_tensor("a"), a) and same_bits(r.read_tensor("b"), b)

@@ -28,8 +28,8 @@ INDEX = "model.safetensors.index.json"
 
 def detect_format(path: str | Path) -> str:
     """What a path holds, from its content: ``container``, ``safetensors``,
-    ``safetensors-dir`` (shards or a snapshot directory), ``npz``, ``torch``, ``gguf`` or
-    ``onnx`` (by its suffix: protobuf has no magic).
+    ``safetensors-dir`` (shards or a snapshot directory), ``npz``, ``torch``, ``gguf``,
+    ``ztensor`` or ``onnx`` (by its suffix: protobuf has no magic).
 
     Raises ``FileNotFoundError`` for a missing path and ``ValueError`` for
     anything else.
@@ -49,6 +49,8 @@ def detect_format(path: str | Path) -> str:
         head = f.read(16)
     if head[:4] == b"GGUF":
         return "gguf"
+    if head[:3] == b"\x89ZT":
+        return "ztensor"
     if head[:4] == b"PK\x03\x04":
         with zipfile.ZipFile(path) as z:
             names = z.namelist()
@@ -100,6 +102,8 @@ def iter_source(path: str | Path, fmt: str | None = None) -> Iterator[tuple[str,
             yield name, arr
     elif fmt == "onnx":
         yield from _onnx_initializers(path)
+    elif fmt == "ztensor":
+        yield from _ztensor_tensors(path)
     elif fmt == "container":
         with Reader(path) as r:
             for name in r:
@@ -150,6 +154,32 @@ def _onnx_initializers(path: Path) -> Iterator[tuple[str, np.ndarray]]:
         raise CorruptDataError(f"{path}: not a readable ONNX model ({exc})") from None
     for init in model.graph.initializer:
         yield init.name, numpy_helper.to_array(init)
+
+
+_ZT_DTYPES = {"f64": "float64", "f32": "float32", "f16": "float16", "bf16": "bfloat16",
+               "i64": "int64", "i32": "int32", "i16": "int16", "i8": "int8", "u64": "uint64",
+               "u32": "uint32", "u16": "uint16", "u8": "uint8", "bool": "bool"}  # fmt: skip
+
+
+def _ztensor_tensors(path: Path) -> Iterator[tuple[str, np.ndarray]]:
+    """The dense tensors of a ztensor ``.zt`` file, through the optional ``ztensor`` package."""
+    try:
+        import ztensor
+    except ImportError:
+        raise ValueError(f"{path}: reading ztensor needs the ztensor package") from None
+    from nncodecs.dtypes import normalize_dtype
+
+    try:
+        source = ztensor.open(str(path))
+        items = list(source.items())
+    except Exception as exc:  # the package's own errors for a bad file
+        raise CorruptDataError(f"{path}: not a readable ztensor file ({exc})") from None
+    for name, tensor in items:
+        kind = _ZT_DTYPES.get(str(tensor.dtype))
+        if kind is None:
+            raise TypeError(f"{path}: tensor {name!r} has ztensor dtype {tensor.dtype!r}")
+        raw = np.frombuffer(tensor.tobytes(), dtype=normalize_dtype(kind))
+        yield name, raw.reshape(tuple(tensor.shape))
 
 
 def load_torch_weights(path: Path) -> dict[str, Any]:
