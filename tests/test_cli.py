@@ -96,3 +96,29 @@ def test_help_shows_an_example_for_every_command(tmp_path: Path) -> None:
         assert (
             sub.returncode == 0 and "example:" in sub.stdout and f"nncodecs {command}" in sub.stdout
         )
+
+
+def test_progress_bar_on_a_terminal(model: Path, tmp_path: Path) -> None:
+    import os
+    import pty
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the command on a pseudo-terminal
+        os.chdir(tmp_path)
+        os.execv(
+            sys.executable, [sys.executable, "-m", "nncodecs", "compress", "model.safetensors"]
+        )
+    out = b""
+    while True:
+        try:
+            data = os.read(fd, 4096)
+        except OSError:
+            break
+        if not data:
+            break
+        out += data
+    _, status = os.waitpid(pid, 0)
+    text = out.decode(errors="replace")
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert "compress [" in text and "ETA" in text and "MiB/s" in text
+    assert "\nmodel.safetensors (safetensors" in text.replace("\r\n", "\n")  # on its own line

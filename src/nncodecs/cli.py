@@ -55,7 +55,16 @@ class ProgressBar:
         )
         if done >= total:
             sys.stderr.write("\n")
+            self.last = 0.0  # the line is ended
         sys.stderr.flush()
+
+
+    def finish(self) -> None:
+        """End the bar's line (the last update may fall short of the total)."""
+        if self.on and self.last:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+            self.last = 0.0
 
 
 def _default_output(path: Path) -> Path:
@@ -67,14 +76,16 @@ def cmd_compress(args: argparse.Namespace) -> int:
 
     src = Path(args.input)
     out = Path(args.output) if args.output else _default_output(src)
+    bar = ProgressBar("compress", args.quiet)
     fmt = compress(
         src,
         out,
         codec=args.codec,
         threads=args.threads,
         chunk_bytes=args.chunk_bytes,
-        progress=ProgressBar("compress", args.quiet),
+        progress=bar,
     )
+    bar.finish()
     if not args.quiet:
         original = _size(src)
         stored = _size(out)
@@ -97,7 +108,9 @@ def cmd_decompress(args: argparse.Namespace) -> int:
         out = src.with_name(src.name[: -len(".zarr")])
     else:
         raise ValueError(f"{src}: name an output with -o")
-    fmt = decompress(src, out, fmt=args.format, progress=ProgressBar("decompress", args.quiet))
+    bar = ProgressBar("decompress", args.quiet)
+    fmt = decompress(src, out, fmt=args.format, progress=bar)
+    bar.finish()
     if not args.quiet:
         print(f"{src} -> {out} ({fmt}, {human(_size(out))})")
     return 0
