@@ -58,7 +58,6 @@ class ProgressBar:
             self.last = 0.0  # the line is ended
         sys.stderr.flush()
 
-
     def finish(self) -> None:
         """End the bar's line (the last update may fall short of the total)."""
         if self.on and self.last:
