@@ -138,12 +138,23 @@ def test_weights_round_trip(case: str, arr: np.ndarray) -> None:
 
 
 def test_out_decodes_without_a_copy() -> None:
+    from nncodecs.codecs._frame import decode_frame
+
     arr = weights_like("bfloat16", 100_000)
     frame = NumcodecsWeights(dtype="bfloat16").encode(arr)
     out = np.empty_like(arr)
     result = NumcodecsWeights(dtype="bfloat16").decode(frame, out=out)
     assert result is out
     assert same_bits(out, arr)
+    # The decoder writes straight into a contiguous out: what it returns is out's memory.
+    planes = NumcodecsRans(planes=2).encode(np.zeros(4096, np.uint8))
+    target = np.full(4096, 7, np.uint8)
+    decoded = decode_frame(planes, out=target)
+    assert np.shares_memory(decoded, target) and not target.any()
+    # A strided out cannot be written directly: the result is copied into it.
+    strided = np.full(8192, 7, np.uint8)[::2]
+    decoded = decode_frame(planes, out=strided)
+    assert not np.shares_memory(decoded, strided) and not strided.any()
 
 
 def test_checksum_can_be_turned_off() -> None:
