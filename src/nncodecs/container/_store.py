@@ -57,7 +57,7 @@ class StagedZip:
 
 
 def open_store(target: Any, mode: str) -> tuple[Any, bool]:
-    """(store, owned) for a path (``*.zip``: one zip file; else a directory), a URL
+    """(store, owned) for a path (``*.zip``: one zip file, read only; else a directory), a URL
     (``memory://``, ``s3://`` ...: through fsspec), or any Zarr store object.
 
     ``owned`` says whether the caller must close the store.
@@ -71,10 +71,11 @@ def open_store(target: Any, mode: str) -> tuple[Any, bool]:
     if isinstance(target, str | os.PathLike):
         path = Path(str(target).removeprefix("file://"))
         if path.suffix == ".zip":
-            if mode == "r" and not path.exists():
+            if mode != "r":  # writers go through StagedZip, never through ZipStore
+                raise ValueError(f"{path}: a zip container is written through StagedZip")
+            if not path.exists():
                 raise FileNotFoundError(f"no container at {path}")
-            zip_mode = {"r": "r", "w": "w", "a": "a"}[mode]
-            return ZipStore(path, mode=zip_mode), True
+            return ZipStore(path, mode="r"), True
         if mode == "r" and not path.exists():
             raise FileNotFoundError(f"no container at {path}")
         return LocalStore(path, read_only=mode == "r"), True
