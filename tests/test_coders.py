@@ -104,6 +104,48 @@ def test_each_coder_is_used_where_it_wins() -> None:
     assert bytes(auto.decode(frame)) == mixed.tobytes()
 
 
+def test_auto_offers_zstd_only_chunks_with_long_repeats() -> None:
+    from nncodecs import _core
+
+    rng = np.random.default_rng(7)
+    rows = rng.integers(0, 256, (16, 384), np.uint8)
+    repeated = rows[rng.integers(0, 16, (1 << 18) // 384 + 1)].reshape(-1)[: 1 << 18]
+    skew, noise = skewed(1 << 18), rng.integers(0, 256, 1 << 18, np.uint8)
+    small = skewed(1000)
+    for data, offered in ((repeated, True), (skew, False), (noise, False), (small, True)):
+        pieces = _core.frame_zstd_plan(data, planes=1)
+        assert (pieces[0] is not None) == offered
+        if offered:  # the plane bytes themselves
+            assert pieces[0] == data.tobytes()
+    # Fused elements: the pieces are the split planes, as the frame codes them.
+    elems = np.stack([repeated, noise], axis=1).reshape(-1)
+    pieces = _core.frame_zstd_plan(elems, planes=2, elements=True)
+    assert pieces[0] == repeated.tobytes() and pieces[1] is None
+    frame = NumcodecsAuto(planes=2).encode(np.concatenate([repeated, noise]))
+    assert [c[2] for c in frame_info(frame)["chunks"]] == ["zstd", "raw"]
+
+
+def test_large_chunks_run_only_the_coder_that_wins() -> None:
+    # Above 2^15 symbols auto picks from size estimates: the chosen coder must
+    # be the one that is smaller when both run (here by a wide margin), and a
+    # plane that cannot gain stays raw without being coded.
+    rng = np.random.default_rng(3)
+    dyadic = rng.choice(4, 1 << 17, p=[0.5, 0.25, 0.125, 0.125]).astype(np.uint8)
+    skew = skewed(1 << 17)
+    noise = rng.integers(0, 256, 1 << 17, np.uint8)
+    for data in (dyadic, skew):
+        sizes = {
+            c: len(cls().encode(data))
+            for c, cls in (("rans", NumcodecsRans), ("huffman", NumcodecsHuffman))
+        }
+        frame = NumcodecsAuto().encode(data)
+        assert modes(frame) == {min(sizes, key=sizes.get)}
+        assert len(frame) <= min(sizes.values())
+        assert bytes(NumcodecsAuto().decode(frame)) == data.tobytes()
+    for codec in (NumcodecsAuto(), NumcodecsRans(), NumcodecsHuffman()):
+        assert modes(codec.encode(noise)) == {"raw"}
+
+
 def test_rans_is_close_to_the_entropy() -> None:
     data = skewed(1 << 20)
     p = np.bincount(data, minlength=256) / data.size

@@ -66,6 +66,15 @@ bool huffman_decode_chunk(std::uint8_t* dst, std::size_t m, const std::uint8_t* 
                           std::size_t len, unsigned subblock_log2, Error* err);
 void huffman_lengths(const std::uint32_t counts[256], unsigned max_bits, std::uint8_t lengths[256]);
 
+// Sizes a chunk would take, from its histogram, without encoding it: the
+// table, per-sub-block headers and the order-0 cost of the symbols under the
+// coder's own probabilities (rANS: normalised frequencies; Huffman: its code
+// lengths, exact to the padding). Integer arithmetic only (see log2_fixed16).
+std::size_t rans_estimate(const std::uint32_t counts[256], std::size_t m, unsigned precision,
+                          unsigned subblock_log2);
+std::size_t huffman_estimate(const std::uint32_t counts[256], std::size_t m,
+                             unsigned subblock_log2);
+
 // Little-endian helpers.
 inline void put_u32(std::vector<std::uint8_t>* out, std::uint32_t v) {
   for (int i = 0; i < 4; ++i) out->push_back(static_cast<std::uint8_t>(v >> (8 * i)));

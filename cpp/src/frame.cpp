@@ -91,6 +91,35 @@ struct ChunkOut {
   std::uint32_t crc = 0;
 };
 
+// Chunks of at least this many symbols are judged on estimates (coders.h)
+// and only the coder that should win runs; smaller ones run every coder
+// allowed and compare exact sizes (tables weigh most there, and it is cheap).
+constexpr std::size_t kEstimateFrom = std::size_t(1) << 15;
+
+// From the estimates: which coders to run (false: none; the chunk stays raw
+// or takes its zstd candidate, as the caller decides). Estimates miss by well
+// under 2%: a coder is skipped only when it surely loses by that margin.
+bool estimate_choice(const std::uint32_t counts[256], std::size_t m, const EncodeParams& params,
+                     const std::uint8_t* zstd, std::uint32_t zstd_len, bool* try_rans,
+                     bool* try_huff) {
+  constexpr std::size_t kNone = ~std::size_t(0);
+  const std::size_t er =
+      *try_rans ? detail::rans_estimate(counts, m, params.precision, params.subblock_log2) : kNone;
+  const std::size_t eh =
+      *try_huff ? detail::huffman_estimate(counts, m, params.subblock_log2) : kNone;
+  const std::size_t best = std::min(er, eh);
+  const std::size_t low = best - best / 50;  // the least it may turn out to be
+  const std::size_t permille =
+      params.coder == Coder::automatic ? std::min(params.min_gain_permille, 1000u) : 50u;
+  if (low * 1000 >= m * (1000 - permille)) return false;  // stays raw
+  if (zstd != nullptr && zstd_len < low) return false;     // zstd wins
+  if (er != kNone && eh != kNone && (er > eh ? er - eh : eh - er) > best / 200) {
+    *try_rans = er < eh;
+    *try_huff = !*try_rans;
+  }
+  return true;
+}
+
 void choose(const std::uint8_t* p, std::size_t m, const EncodeParams& params,
             const std::uint8_t* zstd, std::uint32_t zstd_len, bool copy_raw, ChunkOut* out) {
   std::uint32_t counts[256];
@@ -103,8 +132,24 @@ void choose(const std::uint8_t* p, std::size_t m, const EncodeParams& params,
     return;
   }
   std::vector<std::uint8_t> rans, huff;
-  const bool try_rans = params.coder != Coder::huffman;
-  const bool try_huff = params.coder != Coder::rans;
+  bool try_rans = params.coder != Coder::huffman;
+  bool try_huff = params.coder != Coder::rans;
+  if (m >= kEstimateFrom && !estimate_choice(counts, m, params, zstd, zstd_len, &try_rans, &try_huff)) {
+    if (zstd != nullptr && params.coder == Coder::automatic && zstd_len < m &&
+        std::size_t(zstd_len) * 1000 < m * (1000 - std::min(params.min_gain_permille, 1000u))) {
+      out->mode = ChunkMode::zstd;
+      out->data = zstd;
+      out->length = zstd_len;
+    } else if (copy_raw) {
+      out->owned.assign(p, p + m);
+      out->data = out->owned.data();
+      out->length = m;
+    } else {
+      out->data = p;
+      out->length = m;
+    }
+    return;
+  }
   if (try_rans) detail::rans_encode_chunk(p, m, counts, params.precision, params.subblock_log2, &rans);
   if (try_huff) detail::huffman_encode_chunk(p, m, counts, params.subblock_log2, &huff);
 
@@ -114,8 +159,8 @@ void choose(const std::uint8_t* p, std::size_t m, const EncodeParams& params,
     // Raw stays unless the winner saves min_gain_permille of the chunk.
     std::size_t winner = m;
     ChunkMode coded = ChunkMode::raw;
-    if (huff.size() < winner) coded = ChunkMode::huffman, winner = huff.size();
-    if (rans.size() < winner) coded = ChunkMode::rans, winner = rans.size();
+    if (try_huff && huff.size() < winner) coded = ChunkMode::huffman, winner = huff.size();
+    if (try_rans && rans.size() < winner) coded = ChunkMode::rans, winner = rans.size();
     if (zstd != nullptr && zstd_len < winner) coded = ChunkMode::zstd, winner = zstd_len;
     if (winner * 1000 < m * (1000 - std::min(params.min_gain_permille, 1000u))) mode = coded;
   } else {
@@ -245,6 +290,76 @@ Status frame_encode(void* dst, std::size_t dst_cap, std::size_t* written, const 
     p += o.length;
   }
   *written = total;
+  return Status::ok;
+}
+
+namespace {
+
+// Chunks below this many symbols always get a zstd trial.
+constexpr std::size_t kZstdAlwaysBelow = std::size_t(1) << 14;
+
+// Whether at least 1/32 of a plane chunk lies in repeats of 8 bytes or more.
+// 8-byte words at every 4th position are hashed; a hit is a word equal to the
+// last one hashed into its bucket. It sees repeats whose distance is a
+// multiple of 4, as in tensors whose rows are (rows of most weights are); a
+// quarter of a pass over the chunk, where a zstd trial costs several passes.
+bool has_long_repeats(const std::uint8_t* p, std::size_t m) {
+  constexpr unsigned kBits = 12;
+  std::uint32_t table[1u << kBits];
+  std::memset(table, 0, sizeof(table));
+  std::size_t hits = 0;
+  for (std::size_t i = 0; i + 8 <= m; i += 4) {
+    std::uint64_t v;
+    std::memcpy(&v, p + i, 8);
+    const std::uint32_t h = static_cast<std::uint32_t>((v * 0x9E3779B97F4A7C15ull) >> (64 - kBits));
+    const std::uint32_t c = table[h];
+    if (c) {
+      std::uint64_t u;
+      std::memcpy(&u, p + c - 1, 8);
+      hits += u == v;
+    }
+    table[h] = static_cast<std::uint32_t>(i + 1);
+  }
+  return hits * 4 * 32 >= m;
+}
+
+}  // namespace
+
+Status frame_zstd_plan(const void* src, std::size_t src_len, const EncodeParams& params,
+                       std::vector<std::vector<std::uint8_t>>* pieces, std::vector<bool>* wanted,
+                       Error* err) {
+  EncodeParams p = params;
+  p.coder = Coder::automatic;
+  if (!check_params(p, src_len, err)) return err->status;
+  const unsigned k = p.planes;
+  const std::uint64_t n = src_len / k;
+  const std::size_t chunks = chunk_count(n);
+  const auto* in = static_cast<const std::uint8_t*>(src);
+  pieces->assign(std::size_t(k) * chunks, {});
+  wanted->assign(std::size_t(k) * chunks, false);
+  std::vector<char> flags(std::size_t(k) * chunks, 0);
+  const detail::RangeKernels& kern = detail::active_kernels();
+  parallel_for(chunks, p.threads, [&](std::size_t c) {
+    const std::size_t m = chunk_symbols(n, c);
+    const std::size_t first = c << kChunkLog2;
+    std::uint8_t* scratch = nullptr;
+    if (p.elements && k > 1) {
+      scratch = scratch_buffer(k * m);
+      kern.split(scratch, in + first * k, m, 0, m, k, p.layout);
+    } else if (p.elements && p.layout != Layout::none) {
+      scratch = scratch_buffer(m);
+      kern.reorder(scratch, in + first, 0, m, p.layout, false);
+    }
+    for (unsigned j = 0; j < k; ++j) {
+      const std::uint8_t* q = scratch ? scratch + std::size_t(j) * m : in + j * n + first;
+      const std::size_t idx = std::size_t(j) * chunks + c;
+      if (m < kZstdAlwaysBelow || has_long_repeats(q, m)) {
+        flags[idx] = 1;
+        (*pieces)[idx].assign(q, q + m);
+      }
+    }
+  });
+  for (std::size_t i = 0; i < flags.size(); ++i) (*wanted)[i] = flags[i] != 0;
   return Status::ok;
 }
 

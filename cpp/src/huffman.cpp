@@ -137,6 +137,22 @@ struct BitReader {
 
 }  // namespace
 
+std::size_t huffman_estimate(const std::uint32_t counts[256], std::size_t m,
+                             unsigned subblock_log2) {
+  std::uint8_t lengths[256];
+  huffman_lengths(counts, kHuffmanMaxBits, lengths);
+  std::uint64_t bits = 0;
+  unsigned present = 0;
+  for (int s = 0; s < 256; ++s) {
+    present += lengths[s] != 0;
+    bits += std::uint64_t(counts[s]) * lengths[s];
+  }
+  const std::size_t blocks = (m + (std::size_t(1) << subblock_log2) - 1) >> subblock_log2;
+  // Stream lengths, and half a byte of padding per stream on average.
+  return 32 + (present + 1) / 2 + blocks * kHuffmanStreams * 4 + blocks * kHuffmanStreams / 2 +
+         static_cast<std::size_t>(bits / 8);
+}
+
 void huffman_encode_chunk(const std::uint8_t* src, std::size_t m, const std::uint32_t counts[256],
                           unsigned subblock_log2, std::vector<std::uint8_t>* out) {
   std::uint8_t lengths[256];

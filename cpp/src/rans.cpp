@@ -73,6 +73,25 @@ void rans_normalize(const std::uint32_t counts[256], unsigned precision, std::ui
   }
 }
 
+std::size_t rans_estimate(const std::uint32_t counts[256], std::size_t m, unsigned precision,
+                          unsigned subblock_log2) {
+  std::uint32_t freqs[256];
+  rans_normalize(counts, precision, freqs);
+  std::uint64_t cost = 0;  // bits in 16.16
+  unsigned present = 0;
+  for (int s = 0; s < 256; ++s) {
+    if (!counts[s]) continue;
+    ++present;
+    cost += std::uint64_t(counts[s]) * ((precision << 16) - rans::log2_fixed16(freqs[s]));
+  }
+  const std::size_t blocks = (m + (std::size_t(1) << subblock_log2) - 1) >> subblock_log2;
+  // Each lane's final state (stored whole) carries about 16 bits of the symbols.
+  const std::size_t words = static_cast<std::size_t>(cost >> 19);
+  const std::size_t in_states = blocks * kLanes * 2;
+  return 32 + (present * precision + 7) / 8 + blocks * (4 + 4 * kLanes) +
+         (words > in_states ? words - in_states : 0);
+}
+
 namespace {
 
 void write_table(const std::uint32_t freqs[256], unsigned precision, std::vector<std::uint8_t>* out) {
@@ -96,49 +115,84 @@ void write_table(const std::uint32_t freqs[256], unsigned precision, std::vector
 
 }  // namespace
 
+namespace {
+
+// Per-symbol encoder constants: the renormalisation bound and the
+// division-free step (rans_lane.h).
+struct EncSymbol {
+  std::uint32_t x_max, rcp, shift, cum, complement;
+};
+
+// One symbol of one lane. Words are written downwards (the stream is the
+// reverse of the encode order, docs/format.md); the word is stored always and
+// kept only when needed, so the loop has no data-dependent branch.
+inline void encode_symbol(std::uint32_t& x, const EncSymbol& e, std::uint8_t*& wp) {
+  const std::uint32_t need = x >= e.x_max;
+  wp[-2] = static_cast<std::uint8_t>(x);
+  wp[-1] = static_cast<std::uint8_t>(x >> 8);
+  wp -= 2 * need;
+  x >>= 16 * need;  // arithmetic, not a branch: renormalisation is unpredictable
+  x = rans::encode_step_rcp(x, e.rcp, e.shift, e.cum, e.complement);
+}
+
+}  // namespace
+
 void rans_encode_chunk(const std::uint8_t* src, std::size_t m, const std::uint32_t counts[256],
                        unsigned precision, unsigned subblock_log2, std::vector<std::uint8_t>* out) {
-  std::uint32_t freqs[256], cum[257];
+  std::uint32_t freqs[256];
   rans_normalize(counts, precision, freqs);
-  cum[0] = 0;
-  for (int s = 0; s < 256; ++s) cum[s + 1] = cum[s] + freqs[s];
   write_table(freqs, precision, out);
+  EncSymbol tab[256];
+  std::uint32_t cum = 0;
+  for (int s = 0; s < 256; ++s) {
+    const std::uint32_t f = freqs[s];
+    EncSymbol& e = tab[s];
+    e.cum = cum;
+    cum += f;
+    if (!f) {
+      e = EncSymbol{};
+      continue;
+    }
+    e.x_max = f << (31 - precision);
+    e.shift = rans::encode_rcp_shift(f);
+    e.rcp = rans::encode_rcp(f, e.shift);
+    e.complement = (1u << precision) - f;
+  }
 
   const std::size_t block = std::size_t(1) << subblock_log2;
   const std::size_t blocks = (m + block - 1) / block;
   const std::size_t counts_at = out->size();
-  out->resize(counts_at + 4 * blocks);
-  std::vector<std::uint16_t> words;
-  words.reserve(block);
+  // At most one 16-bit word per symbol, plus 32 states per sub-block.
+  out->resize(counts_at + 4 * blocks + blocks * 4 * kLanes + 2 * m);
+  std::size_t pos = counts_at + 4 * blocks;
+  // Words of one sub-block, written downwards; 2 bytes of slack below for
+  // the store a lane makes when it keeps no word.
+  thread_local std::vector<std::uint8_t> words;
+  if (words.size() < 2 * block + 2) words.resize(2 * block + 2);
+  std::uint8_t* const end = words.data() + words.size();
   for (std::size_t b = 0; b < blocks; ++b) {
     const std::uint8_t* sym = src + b * block;
     const std::size_t mb = std::min(block, m - b * block);
     std::uint32_t state[kLanes];
     for (auto& x : state) x = kStateLow;
-    words.clear();
+    std::uint8_t* wp = end;
     // Encode backwards (steps last to first, lanes 31 to 0) so that the
     // decoder, reading the reversed words forwards, meets them in order.
-    const std::size_t steps = (mb + kLanes - 1) / kLanes;
-    for (std::size_t t = steps; t-- > 0;) {
-      for (std::size_t lane = kLanes; lane-- > 0;) {
-        const std::size_t i = t * kLanes + lane;
-        if (i >= mb) continue;
-        const std::uint32_t s = sym[i], f = freqs[s];
-        std::uint32_t x = state[lane];
-        if (rans::encode_needs_word(x, f, precision)) {
-          words.push_back(static_cast<std::uint16_t>(x & 0xFFFFu));
-          x >>= 16;
-        }
-        state[lane] = rans::encode_step(x, f, cum[s], precision);
-      }
+    const std::size_t full = mb / kLanes, tail = mb % kLanes;
+    for (std::size_t lane = tail; lane-- > 0;)
+      encode_symbol(state[lane], tab[sym[full * kLanes + lane]], wp);
+    for (std::size_t t = full; t-- > 0;) {
+      const std::uint8_t* row = sym + t * kLanes;
+      for (std::size_t lane = kLanes; lane-- > 0;) encode_symbol(state[lane], tab[row[lane]], wp);
     }
-    store_u32(out->data() + counts_at + 4 * b, static_cast<std::uint32_t>(words.size()));
-    for (std::uint32_t x : state) put_u32(out, x);
-    for (std::size_t w = words.size(); w-- > 0;) {
-      out->push_back(static_cast<std::uint8_t>(words[w]));
-      out->push_back(static_cast<std::uint8_t>(words[w] >> 8));
-    }
+    const std::size_t nbytes = static_cast<std::size_t>(end - wp);
+    store_u32(out->data() + counts_at + 4 * b, static_cast<std::uint32_t>(nbytes / 2));
+    std::uint8_t* o = out->data() + pos;
+    for (std::size_t lane = 0; lane < kLanes; ++lane) store_u32(o + 4 * lane, state[lane]);
+    std::memcpy(o + 4 * kLanes, wp, nbytes);
+    pos += 4 * kLanes + nbytes;
   }
+  out->resize(pos);
 }
 
 namespace {

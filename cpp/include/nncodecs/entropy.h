@@ -61,6 +61,15 @@ Status frame_encode(void* dst, std::size_t dst_cap, std::size_t* written, const 
                     std::size_t src_len, const EncodeParams& params, const External& zstd,
                     Error* err);
 
+// Auto's zstd plan: which (plane, chunk) pieces are worth a zstd trial, in
+// index order; those get a copy of their plane bytes in `pieces` (the others
+// stay empty). Small chunks always are (a table weighs much there); larger
+// ones when a quick search finds long repeats, which order-0 coders cannot
+// use. Only settings planes, layout, elements and threads matter.
+Status frame_zstd_plan(const void* src, std::size_t src_len, const EncodeParams& params,
+                       std::vector<std::vector<std::uint8_t>>* pieces, std::vector<bool>* wanted,
+                       Error* err);
+
 struct ChunkRef {
   ChunkMode mode;
   std::uint8_t value;        // constant mode

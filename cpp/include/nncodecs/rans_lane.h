@@ -56,6 +56,42 @@ NNC_HD nnc_u32 encode_step(nnc_u32 x, nnc_u32 freq, nnc_u32 cum, nnc_u32 precisi
   return ((x / freq) << precision) + (x % freq) + cum;
 }
 
+// The same step without a division: x / freq as a multiply and a shift,
+// exact for every x < 2^31 (Granlund-Montgomery, with l = ceil(log2 freq),
+// rcp = ceil(2^(31+l) / freq) < 2^32). Then x' = x + cum + q * (2^P - freq),
+// which equals encode_step. Fast encoders precompute both per symbol.
+NNC_HD nnc_u32 encode_rcp_shift(nnc_u32 freq) {
+  nnc_u32 l = 0;
+  while ((1u << l) < freq) ++l;
+  return 31 + l;
+}
+NNC_HD nnc_u32 encode_rcp(nnc_u32 freq, nnc_u32 shift) {
+  return static_cast<nnc_u32>(((nnc_u64(1) << shift) + freq - 1) / freq);
+}
+NNC_HD nnc_u32 encode_step_rcp(nnc_u32 x, nnc_u32 rcp, nnc_u32 shift, nnc_u32 cum,
+                               nnc_u32 complement) {
+  const nnc_u32 q = static_cast<nnc_u32>((nnc_u64(x) * rcp) >> shift);
+  return x + cum + q * complement;
+}
+
+// log2(f) in 16.16 fixed point (fraction truncated), integers only, so that
+// every build (CPU, nvcc, NVRTC) estimates chunk sizes alike: the encoder's
+// choice of a chunk's mode rests on these estimates.
+NNC_HD nnc_u32 log2_fixed16(nnc_u32 f) {
+  nnc_u32 ip = 0;
+  while ((f >> ip) > 1u) ++ip;
+  nnc_u64 y = nnc_u64(f) << (31 - ip);  // f / 2^ip in Q31: [2^31, 2^32)
+  nnc_u32 frac = 0;
+  for (int b = 15; b >= 0; --b) {
+    y = (y * y) >> 31;
+    if (y >= (nnc_u64(1) << 32)) {
+      y >>= 1;
+      frac |= 1u << b;
+    }
+  }
+  return (ip << 16) | frac;
+}
+
 // Decoder side: the symbol's table entry from the state, the state after it,
 // and whether a 16-bit word must be read to renormalise.
 NNC_HD nnc_u32 decode_slot(nnc_u32 x, nnc_u32 precision) { return x & ((1u << precision) - 1u); }

@@ -104,25 +104,36 @@ def _zstd_params(level: int, size: int) -> Any:
     )
 
 
-def _zstd_candidates(planes: np.ndarray, k: int, level: int, threads: int) -> list[bytes]:
-    """zstd of every (plane, chunk), in index order, for ``auto`` to compare."""
-    n = planes.nbytes // k
-    pieces = [
-        planes[j * n + c : j * n + min(n, c + CHUNK_SYMBOLS)]
-        for j in range(k)
-        for c in range(0, n, CHUNK_SYMBOLS)
-    ]
+def _zstd_candidates(
+    data: np.ndarray, k: int, level: int, threads: int, elements: bool, layout: str
+) -> list[bytes | None]:
+    """zstd of the (plane, chunk) pieces worth a trial, in index order (None elsewhere).
 
-    def compress(piece: np.ndarray) -> bytes:
+    The C++ plan picks them: every small chunk, and larger ones in which a
+    quick search finds long repeats (see ``frame_zstd_plan``); on other
+    chunks an order-0 coder beats zstd and the trial would be wasted work.
+    """
+    pieces = _core.frame_zstd_plan(
+        data, planes=k, layout=layout, elements=elements, threads=threads
+    )
+    work = [i for i, piece in enumerate(pieces) if piece is not None]
+
+    def compress(i: int) -> bytes:
         # One compressor per call: they are not shared between threads.
+        piece = pieces[i]
         return zstandard.ZstdCompressor(
-            compression_params=_zstd_params(level, piece.nbytes)
+            compression_params=_zstd_params(level, len(piece))
         ).compress(piece)
 
-    if len(pieces) > 1 and threads > 1 and planes.nbytes >= 1 << 20:
-        with ThreadPoolExecutor(min(threads, len(pieces))) as pool:  # zstd releases the GIL
-            return list(pool.map(compress, pieces))
-    return [compress(p) for p in pieces]
+    out: list[bytes | None] = [None] * len(pieces)
+    if len(work) > 1 and threads > 1 and sum(len(pieces[i]) for i in work) >= 1 << 20:
+        with ThreadPoolExecutor(min(threads, len(work))) as pool:  # zstd releases the GIL
+            for i, z in zip(work, pool.map(compress, work), strict=True):
+                out[i] = z
+    else:
+        for i in work:
+            out[i] = compress(i)
+    return out
 
 
 def encode_frame(
@@ -142,19 +153,15 @@ def encode_frame(
     """Encode a flat uint8 array of ``planes`` planes as a frame.
 
     With ``elements=True`` the input holds ``planes``-byte elements and the
-    split (and the reorder of a float ``layout``) runs fused; for ``auto`` the
-    planes are split first so that zstd can be tried on each chunk. The bytes
-    equal those of encoding the planes. ``min_gain`` (auto only): a chunk is
+    split (and the reorder of a float ``layout``) runs fused, chunk by chunk
+    (``auto`` copies out only the chunks it tries zstd on). The bytes equal
+    those of encoding the planes. ``min_gain`` (auto only): a chunk is
     stored raw unless its best coder saves at least this fraction of it.
     """
     threads = threads or get_threads()
     zstd = None
     if coder == "auto":
-        if elements:
-            split = np.empty(data.nbytes, dtype=np.uint8)
-            _core.planes_split(split, data, planes, layout, threads=threads)
-            data, elements, layout = split, False, "none"
-        zstd = _zstd_candidates(data, planes, zstd_level, threads)
+        zstd = _zstd_candidates(data, planes, zstd_level, threads, elements, layout)
     frame = _core.frame_encode(
         data,
         planes=planes,
@@ -173,6 +180,10 @@ def encode_frame(
         # header, index or chunk lengths of ours (see docs/format.md).
         # Tiny inputs get zstd's strongest level: it costs microseconds there.
         level = max(zstd_level, 19) if data.nbytes <= TINY_BYTES else zstd_level
+        if elements:  # the whole-input kind holds the planes
+            split = np.empty(data.nbytes, dtype=np.uint8)
+            _core.planes_split(split, data, planes, layout, threads=threads)
+            data = split
         whole = _whole_zstd(data, level, checksum)
         if len(whole) < len(frame):
             return whole
