@@ -53,6 +53,8 @@ class RansChunkDecoder {
 // tests: 0 widest available, 1 scalar, 2 AVX2, 3 AVX-512; false if unavailable.
 using RansSimdKernel = void (*)(RansLanes*, std::size_t, const std::uint32_t*, unsigned);
 RansSimdKernel rans_simd_kernel();
+// The encoder's SIMD kernel under the same setting (nullptr: scalar).
+RansEncodeKernel rans_encode_kernel();
 bool set_rans_variant(int variant);
 // Frequencies summing to 2^precision, each >= 1 where counts > 0 (>= 2 symbols present).
 void rans_normalize(const std::uint32_t counts[256], unsigned precision, std::uint32_t freqs[256]);

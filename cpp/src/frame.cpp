@@ -81,15 +81,23 @@ std::uint8_t* tensor_planes_buffer(std::size_t bytes) {
   return buf.data();
 }
 
-// One encoded chunk of one plane.
+// One encoded chunk of one plane. Payloads that are not external bytes (the
+// source, a zstd candidate) go straight into the chunk's slot in the output:
+// no allocation per chunk (fresh pages cost more than the coding).
 struct ChunkOut {
   ChunkMode mode = ChunkMode::raw;
   std::uint8_t value = 0;
-  std::vector<std::uint8_t> owned;        // rans / huffman payload, or a fused raw copy
-  const std::uint8_t* data = nullptr;     // payload bytes (into owned, src or zstd)
+  const std::uint8_t* data = nullptr;  // payload bytes (in its slot, the source or zstd)
   std::size_t length = 0;
   std::uint32_t crc = 0;
 };
+
+// Per-thread buffers the coders write into, reused across chunks and calls.
+std::vector<std::uint8_t>& coder_scratch(int which) {
+  thread_local std::vector<std::uint8_t> buf[2];
+  buf[which].clear();
+  return buf[which];
+}
 
 // Chunks of at least this many symbols are judged on estimates (coders.h)
 // and only the coder that should win runs; smaller ones run every coder
@@ -98,7 +106,10 @@ constexpr std::size_t kEstimateFrom = std::size_t(1) << 15;
 
 // From the estimates: which coders to run (false: none; the chunk stays raw
 // or takes its zstd candidate, as the caller decides). Estimates miss by well
-// under 2%: a coder is skipped only when it surely loses by that margin.
+// under 2%: a chunk stays raw only when it surely misses the threshold by
+// that margin. Of rANS and Huffman only the one estimated smaller runs: a
+// wrong pick in a near tie costs a fraction of a percent of one chunk, while
+// running both would halve the encoder's speed.
 bool estimate_choice(const std::uint32_t counts[256], std::size_t m, const EncodeParams& params,
                      const std::uint8_t* zstd, std::uint32_t zstd_len, bool* try_rans,
                      bool* try_huff) {
@@ -113,15 +124,18 @@ bool estimate_choice(const std::uint32_t counts[256], std::size_t m, const Encod
       params.coder == Coder::automatic ? std::min(params.min_gain_permille, 1000u) : 50u;
   if (low * 1000 >= m * (1000 - permille)) return false;  // stays raw
   if (zstd != nullptr && zstd_len < low) return false;     // zstd wins
-  if (er != kNone && eh != kNone && (er > eh ? er - eh : eh - er) > best / 200) {
-    *try_rans = er < eh;
+  if (er != kNone && eh != kNone) {  // only the one estimated smaller (rANS on a tie)
+    *try_rans = er <= eh;
     *try_huff = !*try_rans;
   }
   return true;
 }
 
+// Encode one chunk: its mode, and its payload in `slot` (room for m bytes:
+// a coded payload is kept only when smaller than raw) or external bytes.
 void choose(const std::uint8_t* p, std::size_t m, const EncodeParams& params,
-            const std::uint8_t* zstd, std::uint32_t zstd_len, bool copy_raw, ChunkOut* out) {
+            const std::uint8_t* zstd, std::uint32_t zstd_len, bool copy_raw, std::uint8_t* slot,
+            ChunkOut* out) {
   std::uint32_t counts[256];
   detail::histogram(p, m, counts);
   int distinct = 0;
@@ -131,61 +145,56 @@ void choose(const std::uint8_t* p, std::size_t m, const EncodeParams& params,
     out->value = p[0];
     return;
   }
-  std::vector<std::uint8_t> rans, huff;
   bool try_rans = params.coder != Coder::huffman;
   bool try_huff = params.coder != Coder::rans;
-  if (m >= kEstimateFrom && !estimate_choice(counts, m, params, zstd, zstd_len, &try_rans, &try_huff)) {
-    if (zstd != nullptr && params.coder == Coder::automatic && zstd_len < m &&
-        std::size_t(zstd_len) * 1000 < m * (1000 - std::min(params.min_gain_permille, 1000u))) {
-      out->mode = ChunkMode::zstd;
-      out->data = zstd;
-      out->length = zstd_len;
-    } else if (copy_raw) {
-      out->owned.assign(p, p + m);
-      out->data = out->owned.data();
-      out->length = m;
-    } else {
-      out->data = p;
-      out->length = m;
-    }
-    return;
-  }
-  if (try_rans) detail::rans_encode_chunk(p, m, counts, params.precision, params.subblock_log2, &rans);
-  if (try_huff) detail::huffman_encode_chunk(p, m, counts, params.subblock_log2, &huff);
-
+  const unsigned permille =
+      params.coder == Coder::automatic ? std::min(params.min_gain_permille, 1000u) : 50u;
   ChunkMode mode = ChunkMode::raw;
-  if (params.coder == Coder::automatic) {
-    // The smallest; on a tie the faster to decode (raw, Huffman, rANS, zstd).
-    // Raw stays unless the winner saves min_gain_permille of the chunk.
-    std::size_t winner = m;
-    ChunkMode coded = ChunkMode::raw;
-    if (try_huff && huff.size() < winner) coded = ChunkMode::huffman, winner = huff.size();
-    if (try_rans && rans.size() < winner) coded = ChunkMode::rans, winner = rans.size();
-    if (zstd != nullptr && zstd_len < winner) coded = ChunkMode::zstd, winner = zstd_len;
-    if (winner * 1000 < m * (1000 - std::min(params.min_gain_permille, 1000u))) mode = coded;
+  const std::vector<std::uint8_t>* coded = nullptr;
+  if (m >= kEstimateFrom &&
+      !estimate_choice(counts, m, params, zstd, zstd_len, &try_rans, &try_huff)) {
+    if (zstd != nullptr && params.coder == Coder::automatic &&
+        std::size_t(zstd_len) * 1000 < m * (1000 - permille))
+      mode = ChunkMode::zstd;
   } else {
-    // FORMAT: raw unless coding saves at least 5%, decided in integers.
-    const std::size_t coded = try_rans ? rans.size() : huff.size();
-    if (coded * 20 < m * 19) mode = try_rans ? ChunkMode::rans : ChunkMode::huffman;
+    std::vector<std::uint8_t>& rans = coder_scratch(0);
+    std::vector<std::uint8_t>& huff = coder_scratch(1);
+    if (try_rans)
+      detail::rans_encode_chunk(p, m, counts, params.precision, params.subblock_log2, &rans);
+    if (try_huff) detail::huffman_encode_chunk(p, m, counts, params.subblock_log2, &huff);
+    if (params.coder == Coder::automatic) {
+      // The smallest; on a tie the faster to decode (raw, Huffman, rANS, zstd).
+      // Raw stays unless the winner saves min_gain_permille of the chunk.
+      std::size_t winner = m;
+      ChunkMode best = ChunkMode::raw;
+      if (try_huff && huff.size() < winner) best = ChunkMode::huffman, winner = huff.size();
+      if (try_rans && rans.size() < winner) best = ChunkMode::rans, winner = rans.size();
+      if (zstd != nullptr && zstd_len < winner) best = ChunkMode::zstd, winner = zstd_len;
+      if (winner * 1000 < m * (1000 - permille)) mode = best;
+    } else {
+      // FORMAT: raw unless coding saves at least 5%, decided in integers.
+      const std::size_t size = try_rans ? rans.size() : huff.size();
+      if (size * 20 < m * 19) mode = try_rans ? ChunkMode::rans : ChunkMode::huffman;
+    }
+    if (mode == ChunkMode::rans) coded = &rans;
+    if (mode == ChunkMode::huffman) coded = &huff;
   }
   out->mode = mode;
-  switch (mode) {
-    case ChunkMode::rans: out->owned = std::move(rans); break;
-    case ChunkMode::huffman: out->owned = std::move(huff); break;
-    case ChunkMode::zstd:
-      out->data = zstd;
-      out->length = zstd_len;
-      return;
-    default:
-      if (copy_raw) out->owned.assign(p, p + m);
-      else {
-        out->data = p;
-        out->length = m;
-        return;
-      }
+  if (coded != nullptr) {  // smaller than m: fits the slot
+    std::memcpy(slot, coded->data(), coded->size());
+    out->data = slot;
+    out->length = coded->size();
+  } else if (mode == ChunkMode::zstd) {
+    out->data = zstd;
+    out->length = zstd_len;
+  } else if (copy_raw) {  // the planes of fused elements live in scratch only
+    std::memcpy(slot, p, m);
+    out->data = slot;
+    out->length = m;
+  } else {
+    out->data = p;
+    out->length = m;
   }
-  out->data = out->owned.data();
-  out->length = out->owned.size();
 }
 
 bool check_params(const EncodeParams& p, std::size_t src_len, Error* err) {
@@ -226,6 +235,14 @@ Status frame_encode(void* dst, std::size_t dst_cap, std::size_t* written, const 
   const auto* in = static_cast<const std::uint8_t*>(src);
   std::vector<ChunkOut> out(std::size_t(k) * chunks);
   const detail::RangeKernels& kern = detail::active_kernels();
+  // Each chunk's payload is written into its slot: the room a raw chunk
+  // takes in the plane layout, after the largest header and index there can
+  // be. The payloads move down into place once the index is known.
+  if (dst_cap < frame_bound(src_len, k))
+    return fail(err, Status::dst_too_small, "dst has %zu bytes, frame_bound is %zu", dst_cap,
+                frame_bound(src_len, k)),
+           err->status;
+  auto* const slots = static_cast<std::uint8_t*>(dst) + (frame_bound(src_len, k) - src_len);
 
   parallel_for(chunks, params.threads, [&](std::size_t c) {
     const std::size_t m = chunk_symbols(n, c);
@@ -243,7 +260,7 @@ Status frame_encode(void* dst, std::size_t dst_cap, std::size_t* written, const 
       const std::size_t idx = std::size_t(j) * chunks + c;
       const std::uint8_t* z = zstd.data ? zstd.data[idx] : nullptr;
       const std::uint32_t zl = z ? zstd.size[idx] : 0;
-      choose(p, m, params, z, zl, scratch != nullptr, &out[idx]);
+      choose(p, m, params, z, zl, scratch != nullptr, slots + j * n + first, &out[idx]);
       if (params.checksum) out[idx].crc = crc32c(0, p, m);
     }
   });
@@ -284,9 +301,11 @@ Status frame_encode(void* dst, std::size_t dst_cap, std::size_t* written, const 
     if (o.mode == ChunkMode::constant) *p++ = o.value;
     else if (o.mode != ChunkMode::raw) put_varint(p, o.length);
   }
+  // Slots lie at or after where their payloads go (the index is at most
+  // the room left for it): moving them in order never overwrites one unread.
   for (const ChunkOut& o : out) {
     if (o.mode == ChunkMode::constant) continue;
-    if (o.length) std::memcpy(p, o.data, o.length);
+    if (o.length) std::memmove(p, o.data, o.length);
     p += o.length;
   }
   *written = total;

@@ -143,6 +143,7 @@ void rans_encode_chunk(const std::uint8_t* src, std::size_t m, const std::uint32
   rans_normalize(counts, precision, freqs);
   write_table(freqs, precision, out);
   EncSymbol tab[256];
+  RansEncTables simd_tab;
   std::uint32_t cum = 0;
   for (int s = 0; s < 256; ++s) {
     const std::uint32_t f = freqs[s];
@@ -157,7 +158,10 @@ void rans_encode_chunk(const std::uint8_t* src, std::size_t m, const std::uint32
     e.shift = rans::encode_rcp_shift(f);
     e.rcp = rans::encode_rcp(f, e.shift);
     e.complement = (1u << precision) - f;
+    simd_tab.rcp[s] = e.rcp;
+    simd_tab.info[s] = e.cum | e.complement << 12 | (e.shift - 31) << 24;
   }
+  const RansEncodeKernel simd = rans_encode_kernel();
 
   const std::size_t block = std::size_t(1) << subblock_log2;
   const std::size_t blocks = (m + block - 1) / block;
@@ -168,7 +172,7 @@ void rans_encode_chunk(const std::uint8_t* src, std::size_t m, const std::uint32
   // Words of one sub-block, written downwards; 2 bytes of slack below for
   // the store a lane makes when it keeps no word.
   thread_local std::vector<std::uint8_t> words;
-  if (words.size() < 2 * block + 2) words.resize(2 * block + 2);
+  if (words.size() < 2 * block + 64) words.resize(2 * block + 64);
   std::uint8_t* const end = words.data() + words.size();
   for (std::size_t b = 0; b < blocks; ++b) {
     const std::uint8_t* sym = src + b * block;
@@ -181,9 +185,13 @@ void rans_encode_chunk(const std::uint8_t* src, std::size_t m, const std::uint32
     const std::size_t full = mb / kLanes, tail = mb % kLanes;
     for (std::size_t lane = tail; lane-- > 0;)
       encode_symbol(state[lane], tab[sym[full * kLanes + lane]], wp);
-    for (std::size_t t = full; t-- > 0;) {
-      const std::uint8_t* row = sym + t * kLanes;
-      for (std::size_t lane = kLanes; lane-- > 0;) encode_symbol(state[lane], tab[row[lane]], wp);
+    if (simd) {
+      simd(sym, full, state, &wp, simd_tab, precision);
+    } else {
+      for (std::size_t t = full; t-- > 0;) {
+        const std::uint8_t* row = sym + t * kLanes;
+        for (std::size_t lane = kLanes; lane-- > 0;) encode_symbol(state[lane], tab[row[lane]], wp);
+      }
     }
     const std::size_t nbytes = static_cast<std::size_t>(end - wp);
     store_u32(out->data() + counts_at + 4 * b, static_cast<std::uint32_t>(nbytes / 2));
@@ -336,6 +344,16 @@ bool set_rans_variant(int variant) {
   if (variant < 0 || variant > 3) return false;
   g_rans_variant.store(variant);
   return true;
+}
+
+RansEncodeKernel rans_encode_kernel() {
+  static const RansEncodeKernel widest = rans_avx512_available() ? rans_encode_steps_avx512 : nullptr;
+  switch (g_rans_variant.load(std::memory_order_relaxed)) {
+    case 1:
+    case 2: return nullptr;  // scalar: no AVX2 encoder (AVX2 has no compress to pack words)
+    case 3: return rans_encode_steps_avx512;
+    default: return widest;
+  }
 }
 
 RansSimdKernel rans_simd_kernel() {

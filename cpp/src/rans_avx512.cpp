@@ -115,6 +115,50 @@ NNC_AVX512 void rans_decode_steps_avx512(RansLanes* blocks, std::size_t count,
   }
 }
 
+// One 16-lane group of an encode step: renormalise (the words of the lanes
+// that need it, compressed in lane order and stored below *wp), then the
+// division-free step x + cum + ((x * rcp) >> shift) * complement.
+NNC_AVX512 static inline __m512i encode16(__m512i x, const std::uint8_t* sym,
+                                          const RansEncTables& tab, std::uint8_t*& wp,
+                                          __m512i one_p, __m512i top_shift) {
+  const __m512i s = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sym)));
+  const __m512i rcp = _mm512_i32gather_epi32(s, tab.rcp, 4);
+  const __m512i info = _mm512_i32gather_epi32(s, tab.info, 4);
+  const __m512i twelve = _mm512_set1_epi32(0xFFF);
+  const __m512i cum = _mm512_and_si512(info, twelve);
+  const __m512i comp = _mm512_and_si512(_mm512_srli_epi32(info, 12), twelve);
+  const __m512i l = _mm512_srli_epi32(info, 24);
+  const __m512i x_max = _mm512_sllv_epi32(_mm512_sub_epi32(one_p, comp), top_shift);
+  const __mmask16 need = _mm512_cmpge_epu32_mask(x, x_max);
+  const unsigned cnt = static_cast<unsigned>(_mm_popcnt_u32(need));
+  const __m256i words = _mm512_cvtepi32_epi16(_mm512_maskz_compress_epi32(need, x));
+  wp -= 2 * cnt;
+  _mm256_mask_storeu_epi16(wp, static_cast<__mmask16>((1u << cnt) - 1u), words);
+  x = _mm512_mask_srli_epi32(x, need, x, 16);
+  const __m512i even = _mm512_srli_epi64(_mm512_mul_epu32(x, rcp), 31);
+  const __m512i odd = _mm512_srli_epi64(
+      _mm512_mul_epu32(_mm512_srli_epi64(x, 32), _mm512_srli_epi64(rcp, 32)), 31);
+  const __m512i q = _mm512_srlv_epi32(_mm512_or_si512(even, _mm512_slli_epi64(odd, 32)), l);
+  return _mm512_add_epi32(_mm512_add_epi32(x, cum), _mm512_mullo_epi32(q, comp));
+}
+
+NNC_AVX512 void rans_encode_steps_avx512(const std::uint8_t* sym, std::size_t steps,
+                                         std::uint32_t* state, std::uint8_t** wp_io,
+                                         const RansEncTables& tab, unsigned precision) {
+  const __m512i one_p = _mm512_set1_epi32(1 << precision);
+  const __m512i top_shift = _mm512_set1_epi32(static_cast<int>(31 - precision));
+  __m512i lo = _mm512_loadu_si512(state), hi = _mm512_loadu_si512(state + 16);
+  std::uint8_t* wp = *wp_io;
+  for (std::size_t t = steps; t-- > 0;) {
+    const std::uint8_t* row = sym + 32 * t;
+    hi = encode16(hi, row + 16, tab, wp, one_p, top_shift);  // lanes 31..16 push first
+    lo = encode16(lo, row, tab, wp, one_p, top_shift);
+  }
+  _mm512_storeu_si512(state, lo);
+  _mm512_storeu_si512(state + 16, hi);
+  *wp_io = wp;
+}
+
 }  // namespace detail
 }  // namespace nnc
 
@@ -124,6 +168,8 @@ namespace nnc {
 namespace detail {
 bool rans_avx512_available() { return false; }
 void rans_decode_steps_avx512(RansLanes*, std::size_t, const std::uint32_t*, unsigned) {}
+void rans_encode_steps_avx512(const std::uint8_t*, std::size_t, std::uint32_t*, std::uint8_t**,
+                              const RansEncTables&, unsigned) {}
 }  // namespace detail
 }  // namespace nnc
 

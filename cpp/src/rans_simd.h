@@ -31,5 +31,22 @@ void rans_decode_steps_avx2(RansLanes* blocks, std::size_t count, const std::uin
 void rans_decode_steps_avx512(RansLanes* blocks, std::size_t count, const std::uint32_t* table,
                               unsigned precision);
 
+// Encoder tables, per symbol: the reciprocal of rans_lane.h's division-free
+// step, and cum | complement << 12 | (shift - 31) << 24 packed in one word
+// (frequency = 2^P - complement; the renormalisation bound follows from it).
+struct RansEncTables {
+  alignas(64) std::uint32_t rcp[256];
+  alignas(64) std::uint32_t info[256];
+};
+
+// Encode whole steps [0, steps) of one sub-block, last step first and lanes
+// 31 to 0 (the scalar order), words written downwards ending at *wp (which
+// moves down; up to 64 bytes below the final *wp may be written as scratch).
+using RansEncodeKernel = void (*)(const std::uint8_t* sym, std::size_t steps,
+                                  std::uint32_t* state, std::uint8_t** wp,
+                                  const RansEncTables& tab, unsigned precision);
+void rans_encode_steps_avx512(const std::uint8_t* sym, std::size_t steps, std::uint32_t* state,
+                              std::uint8_t** wp, const RansEncTables& tab, unsigned precision);
+
 }  // namespace detail
 }  // namespace nnc

@@ -175,9 +175,12 @@ def encode_frame(
         zstd=zstd,
         min_gain_permille=round(min_gain * 1000),
     )
-    if coder == "auto" and data.nbytes <= WHOLE_ZSTD_LIMIT:
+    if coder == "auto" and data.nbytes <= WHOLE_ZSTD_LIMIT and (
+        data.nbytes <= TINY_BYTES or any(z is not None for z in zstd or ())
+    ):
         # A small input may do better as one zstd frame, which costs no
-        # header, index or chunk lengths of ours (see docs/format.md).
+        # header, index or chunk lengths of ours (see docs/format.md); worth
+        # a trial when tiny, or when the plan saw chunks zstd could win.
         # Tiny inputs get zstd's strongest level: it costs microseconds there.
         level = max(zstd_level, 19) if data.nbytes <= TINY_BYTES else zstd_level
         if elements:  # the whole-input kind holds the planes

@@ -1,0 +1,124 @@
+"""How much ratio is left beyond order-0 byte planes: entropies under richer models.
+
+For all-MiniLM-L6-v2 as float32 / bfloat16 / float16 / float8_e4m3fn and a
+generated bfloat16 model (``benchmarks/compare.py``'s generator), it prints,
+as a fraction of the original size, the empirical entropy of the
+exponent-first byte planes (the reorder nncodecs applies) under each model:
+
+* ``planes/tensor``: order-0 per plane and tensor (the bound the coders chase);
+* ``planes/256K``, ``planes/64K``: one table per 256 KiB chunk (today's
+  scope) or per 64 KiB sub-block (a smaller table scope), tables not counted;
+* ``exp|lane prev``: the exponent plane given the same lane's previous symbol
+  (symbol i - 32: what a 32-lane interleaved decoder has at hand);
+* ``exp|row``: the exponent plane with one table per row of a 2-D tensor;
+* ``joint 16-bit``: one symbol per 2-byte element (bfloat16, float16), i.e.
+  the mantissa byte coded given the exponent byte of the same element;
+* ``mant|exp``: the same joint model spelt as the byte planes (order-0
+  exponent + mantissa-top byte given its exponent), for 4-byte floats too.
+
+Conditional models are counted without their tables (256 contexts each), so
+they are upper bounds on what such a coder could gain. ``docs/entropy.md``
+holds a run's table and what follows from it.
+
+Usage: ``python benchmarks/entropy_study.py [--model-mib 64]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from nncodecs.codecs.planes import split_array
+from nncodecs.datasets import minilm_weights
+from nncodecs.dtypes import normalize_dtype
+
+sys.path.insert(0, str(Path(__file__).parent))
+from compare import synthetic_model  # noqa: E402
+
+COLUMNS = ["planes/tensor", "planes/256K", "planes/64K", "exp|lane prev", "exp|row", "joint 16-bit",
+           "mant|exp"]  # fmt: skip
+
+
+def h0(counts: np.ndarray) -> float:
+    """Bits to code the counted symbols with their own order-0 model."""
+    counts = counts[counts > 0].astype(np.float64)
+    n = counts.sum()
+    return float(-(counts * np.log2(counts / n)).sum())
+
+
+def h_bytes(x: np.ndarray) -> float:
+    return h0(np.bincount(x, minlength=256))
+
+
+def h_scoped(x: np.ndarray, scope: int) -> float:
+    return sum(h_bytes(x[i : i + scope]) for i in range(0, x.size, scope))
+
+
+def h_conditional(context: np.ndarray, symbol: np.ndarray, contexts: int = 256) -> float:
+    """Bits of ``symbol`` given ``context`` (both uint8 / small ints), empirical."""
+    joint = np.bincount(context.astype(np.int64) * 256 + symbol, minlength=contexts * 256)
+    joint = joint.reshape(contexts, 256)
+    return sum(h0(row) for row in joint if row.any())
+
+
+def study(tensors: list[np.ndarray]) -> dict[str, float]:
+    bits = dict.fromkeys(COLUMNS, 0.0)
+    total = 0
+    for arr in tensors:
+        total += arr.nbytes
+        k = arr.dtype.itemsize
+        planes = split_array(arr, reorder=True).reshape(k, -1)
+        exp = planes[k - 1] if k > 1 else planes[0]  # exponent-first: the top byte
+        others = [planes[j] for j in range(k - 1)] if k > 1 else []
+        rest = sum(h_bytes(p) for p in others)
+        bits["planes/tensor"] += h_bytes(exp) + rest
+        bits["planes/256K"] += sum(h_scoped(p, 1 << 18) for p in planes)
+        bits["planes/64K"] += sum(h_scoped(p, 1 << 16) for p in planes)
+        lane = h_bytes(exp[:32]) + h_conditional(exp[:-32], exp[32:]) if exp.size > 32 else h_bytes(exp)
+        bits["exp|lane prev"] += lane + rest
+        if arr.ndim == 2 and arr.shape[1] >= 64:
+            rows = exp.reshape(arr.shape)
+            bits["exp|row"] += sum(h_bytes(r) for r in rows) + rest
+        else:
+            bits["exp|row"] += h_bytes(exp) + rest
+        if k > 1:
+            top = planes[k - 2]  # sign + top mantissa bits
+            lower = sum(h_bytes(p) for p in planes[: k - 2])
+            joint = h_bytes(exp) + h_conditional(exp, top) + lower
+        else:
+            joint = h_bytes(exp)
+        bits["mant|exp"] += joint
+        if k == 2:
+            word = np.ascontiguousarray(arr).reshape(-1).view(np.uint16)
+            bits["joint 16-bit"] += h0(np.bincount(word, minlength=1 << 16))
+        else:
+            bits["joint 16-bit"] = float("nan")
+    return {c: v / 8 / total for c, v in bits.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model-mib", type=int, default=64)
+    args = parser.parse_args()
+    sets = []
+    for dtype in ("float32", "bfloat16", "float16", "float8_e4m3fn"):
+        ws = [v for v in minilm_weights(dtype).values() if v.dtype.kind != "i"]
+        sets.append((f"MiniLM {dtype}", ws))
+    bf16 = normalize_dtype("bfloat16")
+    model = synthetic_model(args.model_mib)
+    sets.append((f"generated {args.model_mib} MiB bf16", [v.view(bf16) for v in model.values()]))
+    print("| data | " + " | ".join(COLUMNS) + " |")
+    print("|---|" + "---|" * len(COLUMNS))
+    for label, tensors in sets:
+        r = study(tensors)
+        base = r["planes/tensor"]
+        cells = [f"{r[c]:.4f} ({(r[c] / base - 1) * 100:+.2f}%)" if r[c] == r[c] else "n/a"
+                 for c in COLUMNS]  # fmt: skip
+        print(f"| {label} | " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()
