@@ -36,7 +36,7 @@ from nncodecs.datasets import minilm_weights
 from nncodecs.dtypes import normalize_dtype
 
 sys.path.insert(0, str(Path(__file__).parent))
-from compare import synthetic_model  # noqa: E402
+from compare import synthetic_model
 
 COLUMNS = ["planes/tensor", "planes/256K", "planes/64K", "exp|lane prev", "exp|row", "joint 16-bit",
            "mant|exp"]  # fmt: skip
@@ -77,7 +77,9 @@ def study(tensors: list[np.ndarray]) -> dict[str, float]:
         bits["planes/tensor"] += h_bytes(exp) + rest
         bits["planes/256K"] += sum(h_scoped(p, 1 << 18) for p in planes)
         bits["planes/64K"] += sum(h_scoped(p, 1 << 16) for p in planes)
-        lane = h_bytes(exp[:32]) + h_conditional(exp[:-32], exp[32:]) if exp.size > 32 else h_bytes(exp)
+        lane = h_bytes(exp)
+        if exp.size > 32:
+            lane = h_bytes(exp[:32]) + h_conditional(exp[:-32], exp[32:])
         bits["exp|lane prev"] += lane + rest
         if arr.ndim == 2 and arr.shape[1] >= 64:
             rows = exp.reshape(arr.shape)

@@ -175,8 +175,10 @@ def encode_frame(
         zstd=zstd,
         min_gain_permille=round(min_gain * 1000),
     )
-    if coder == "auto" and data.nbytes <= WHOLE_ZSTD_LIMIT and (
-        data.nbytes <= TINY_BYTES or any(z is not None for z in zstd or ())
+    if (
+        coder == "auto"
+        and data.nbytes <= WHOLE_ZSTD_LIMIT
+        and (data.nbytes <= TINY_BYTES or any(z is not None for z in zstd or ()))
     ):
         # A small input may do better as one zstd frame, which costs no
         # header, index or chunk lengths of ours (see docs/format.md); worth
