@@ -582,6 +582,12 @@ Status frame_decode(void* dst, std::size_t dst_cap, const void* src, std::size_t
     };
     std::vector<Task> tasks;
     const std::size_t block = std::size_t(1) << info.subblock_log2;
+    // Pairs of sub-blocks decode faster (the SIMD kernels interleave them),
+    // single ones balance better when there are few.
+    std::size_t subblocks = 0;
+    for (const ChunkRef& r : info.chunks)
+      if (r.mode == ChunkMode::rans) subblocks += (r.symbols + block - 1) / block;
+    const std::size_t per_task = subblocks >= 4 * static_cast<std::size_t>(workers) ? 2 : 1;
     for (std::size_t idx = 0; idx < info.chunks.size(); ++idx) {
       const ChunkRef& r = info.chunks[idx];
       if (r.mode != ChunkMode::rans) {
@@ -591,8 +597,8 @@ Status frame_decode(void* dst, std::size_t dst_cap, const void* src, std::size_t
       if (!decoders[idx].prepare(target(idx), r.symbols, in + r.offset, r.length, info.precision,
                                  info.subblock_log2, &errors[idx]))
         return where(&errors[idx], r), *err = errors[idx], err->status;
-      for (std::size_t b = 0; b < decoders[idx].subblocks(); b += 2) {
-        const std::size_t last = std::min(b + 2, decoders[idx].subblocks());
+      for (std::size_t b = 0; b < decoders[idx].subblocks(); b += per_task) {
+        const std::size_t last = std::min(b + per_task, decoders[idx].subblocks());
         tasks.push_back({idx, b, last, 0, std::min<std::size_t>(last * block, r.symbols) - b * block});
       }
     }
@@ -619,15 +625,22 @@ Status frame_decode(void* dst, std::size_t dst_cap, const void* src, std::size_t
     // Fold the tasks' CRCs into per-chunk CRCs (tasks run in index order).
     for (const Task& task : tasks)
       crcs[task.idx] = task.first == 0 ? task.crc : crc32c_combine(crcs[task.idx], task.crc, task.len);
-    if (fused)
-      parallel_for(chunks, threads, [&](std::size_t c) {
+    if (fused) {
+      // Merge in ranges that divide a chunk, so that every thread has some.
+      constexpr std::size_t kRangeLog2 = 15;
+      const std::size_t ranges = static_cast<std::size_t>((n + (1u << kRangeLog2) - 1) >> kRangeLog2);
+      parallel_for(ranges, threads, [&](std::size_t r) {
+        const std::size_t first = r << kRangeLog2;
+        const std::size_t c = first >> kChunkLog2, off = first - (c << kChunkLog2);
+        const std::size_t len = std::min<std::size_t>(std::size_t(1) << kRangeLog2, n - first);
         const std::uint8_t* ptrs[256];
         for (unsigned j = 0; j < k; ++j) {
           const std::size_t idx = std::size_t(j) * chunks + c;
-          ptrs[j] = view[idx] ? view[idx] : target(idx);
+          ptrs[j] = (view[idx] ? view[idx] : target(idx)) + off;
         }
-        kern.merge_ptrs(out + (c << kChunkLog2) * k, ptrs, chunk_symbols(n, c), k, layout);
+        kern.merge_ptrs(out + first * k, ptrs, len, k, layout);
       });
+    }
   } else {
     parallel_for(chunks, threads, [&](std::size_t c) {
       const std::size_t m = chunk_symbols(n, c);
