@@ -5,20 +5,25 @@ generated bfloat16 model (``benchmarks/compare.py``'s generator), it prints,
 as a fraction of the original size, the empirical entropy of the
 exponent-first byte planes (the reorder nncodecs applies) under each model:
 
-* ``planes/tensor``: order-0 per plane and tensor (the bound the coders chase);
+* ``planes/tensor``: order-0 per plane and tensor (the bound the coders
+  chase; no table counted);
 * ``planes/256K``, ``planes/64K``: one table per 256 KiB chunk (today's
-  scope) or per 64 KiB sub-block (a smaller table scope), tables not counted;
+  scope) or per 64 KiB sub-block (a smaller table scope);
 * ``exp|lane prev``: the exponent plane given the same lane's previous symbol
-  (symbol i - 32: what a 32-lane interleaved decoder has at hand);
-* ``exp|row``: the exponent plane with one table per row of a 2-D tensor;
-* ``joint 16-bit``: one symbol per 2-byte element (bfloat16, float16), i.e.
-  the mantissa byte coded given the exponent byte of the same element;
-* ``mant|exp``: the same joint model spelt as the byte planes (order-0
-  exponent + mantissa-top byte given its exponent), for 4-byte floats too.
+  (symbol i - 32: what a 32-lane interleaved decoder has at hand), one table
+  per context and tensor;
+* ``exp-row med``: the exponent plane minus its row's median exponent (a
+  reversible per-row shift, for 2-D tensors), plus one byte per row;
+* ``joint 16-bit``: one symbol per 2-byte element (bfloat16, float16), one
+  table of present 16-bit symbols (2 + 2 bytes each) per tensor;
+* ``mant|exp``: the byte planes with the mantissa-top byte coded given its
+  element's exponent byte, one table per exponent value and tensor.
 
-Conditional models are counted without their tables (256 contexts each), so
-they are upper bounds on what such a coder could gain. ``docs/entropy.md``
-holds a run's table and what follows from it.
+Every column but the first counts its tables as nncodecs stores them (a
+32-byte presence map plus 11 bits per present symbol), so the columns are
+what a static-table coder of that model could reach, before lane states and
+sub-block headers (the same for every model). ``docs/entropy.md`` holds a
+run's table and what follows from it.
 
 Usage: ``python benchmarks/entropy_study.py [--model-mib 64]``
 """
@@ -38,8 +43,9 @@ from nncodecs.dtypes import normalize_dtype
 sys.path.insert(0, str(Path(__file__).parent))
 from compare import synthetic_model
 
-COLUMNS = ["planes/tensor", "planes/256K", "planes/64K", "exp|lane prev", "exp|row", "joint 16-bit",
-           "mant|exp"]  # fmt: skip
+COLUMNS = ["planes/tensor", "planes/256K", "planes/64K", "exp|lane prev", "exp-row med",
+           "joint 16-bit", "mant|exp"]  # fmt: skip
+TABLE_BITS = 11  # bits per present symbol in a stored table, plus a 32-byte map
 
 
 def h0(counts: np.ndarray) -> float:
@@ -49,19 +55,26 @@ def h0(counts: np.ndarray) -> float:
     return float(-(counts * np.log2(counts / n)).sum())
 
 
-def h_bytes(x: np.ndarray) -> float:
-    return h0(np.bincount(x, minlength=256))
+def table(counts: np.ndarray) -> float:
+    """Bits of a stored table for these counts (none for a constant)."""
+    present = int((counts > 0).sum())
+    return 0.0 if present < 2 else 256 + present * TABLE_BITS
+
+
+def h_bytes(x: np.ndarray, tables: bool = False) -> float:
+    counts = np.bincount(x, minlength=256)
+    return h0(counts) + (table(counts) if tables else 0.0)
 
 
 def h_scoped(x: np.ndarray, scope: int) -> float:
-    return sum(h_bytes(x[i : i + scope]) for i in range(0, x.size, scope))
+    return sum(h_bytes(x[i : i + scope], tables=True) for i in range(0, x.size, scope))
 
 
 def h_conditional(context: np.ndarray, symbol: np.ndarray, contexts: int = 256) -> float:
-    """Bits of ``symbol`` given ``context`` (both uint8 / small ints), empirical."""
+    """Bits of ``symbol`` given ``context`` (both uint8), one table per context."""
     joint = np.bincount(context.astype(np.int64) * 256 + symbol, minlength=contexts * 256)
     joint = joint.reshape(contexts, 256)
-    return sum(h0(row) for row in joint if row.any())
+    return sum(h0(row) + table(row) for row in joint if row.any())
 
 
 def study(tensors: list[np.ndarray]) -> dict[str, float]:
@@ -73,29 +86,33 @@ def study(tensors: list[np.ndarray]) -> dict[str, float]:
         planes = split_array(arr, reorder=True).reshape(k, -1)
         exp = planes[k - 1] if k > 1 else planes[0]  # exponent-first: the top byte
         others = [planes[j] for j in range(k - 1)] if k > 1 else []
-        rest = sum(h_bytes(p) for p in others)
-        bits["planes/tensor"] += h_bytes(exp) + rest
+        rest = sum(h_bytes(p, tables=True) for p in others)
+        bits["planes/tensor"] += h_bytes(exp) + sum(h_bytes(p) for p in others)
         bits["planes/256K"] += sum(h_scoped(p, 1 << 18) for p in planes)
         bits["planes/64K"] += sum(h_scoped(p, 1 << 16) for p in planes)
-        lane = h_bytes(exp)
+        plain = h_bytes(exp, tables=True)
+        lane = plain
         if exp.size > 32:
             lane = h_bytes(exp[:32]) + h_conditional(exp[:-32], exp[32:])
-        bits["exp|lane prev"] += lane + rest
+        bits["exp|lane prev"] += min(lane, plain) + rest
         if arr.ndim == 2 and arr.shape[1] >= 64:
-            rows = exp.reshape(arr.shape)
-            bits["exp|row"] += sum(h_bytes(r) for r in rows) + rest
+            rows = exp.reshape(arr.shape[0], -1).astype(np.int16)
+            median = np.median(rows, axis=1).astype(np.int16)[:, None]
+            shifted = ((rows - median) % 256).astype(np.uint8).reshape(-1)
+            bits["exp-row med"] += min(h_bytes(shifted, True) + 8 * rows.shape[0], plain) + rest
         else:
-            bits["exp|row"] += h_bytes(exp) + rest
+            bits["exp-row med"] += plain + rest
         if k > 1:
             top = planes[k - 2]  # sign + top mantissa bits
-            lower = sum(h_bytes(p) for p in planes[: k - 2])
-            joint = h_bytes(exp) + h_conditional(exp, top) + lower
+            lower = sum(h_bytes(p, tables=True) for p in planes[: k - 2])
+            joint = plain + h_conditional(exp, top) + lower
         else:
-            joint = h_bytes(exp)
-        bits["mant|exp"] += joint
+            joint = plain
+        bits["mant|exp"] += min(joint, plain + rest)
         if k == 2:
             word = np.ascontiguousarray(arr).reshape(-1).view(np.uint16)
-            bits["joint 16-bit"] += h0(np.bincount(word, minlength=1 << 16))
+            counts = np.bincount(word, minlength=1 << 16)
+            bits["joint 16-bit"] += h0(counts) + 32 * int((counts > 0).sum())
         else:
             bits["joint 16-bit"] = float("nan")
     return {c: v / 8 / total for c, v in bits.items()}

@@ -31,7 +31,13 @@ import numpy as np
 from nncodecs.dtypes import ML_DTYPES
 from nncodecs.errors import CorruptDataError
 
-__all__ = ["SAFETENSORS_DTYPES", "SafetensorsFile", "read_safetensors", "write_safetensors"]
+__all__ = [
+    "SAFETENSORS_DTYPES",
+    "SafetensorsFile",
+    "read_safetensors",
+    "safetensors_header",
+    "write_safetensors",
+]
 
 #: safetensors dtype names and their NumPy dtypes (little-endian).
 SAFETENSORS_DTYPES: dict[str, np.dtype] = {
@@ -132,6 +138,34 @@ class SafetensorsFile:
             yield entry[0], self.read(i)
 
 
+def safetensors_header(entries: Any, metadata: dict[str, str] | None = None) -> bytes:
+    """The header of a file holding ``(name, dtype, shape)`` entries back to back, in order
+    (the reference writer's layout: compact JSON, padded with spaces to 8 bytes)."""
+    names = {np.dtype(v): k for k, v in SAFETENSORS_DTYPES.items()}
+    header_obj: dict[str, Any] = {}
+    if metadata:
+        header_obj["__metadata__"] = dict(metadata)
+    at = 0
+    for name, dtype, shape in entries:
+        dtype = np.dtype(dtype)
+        if dtype not in names:
+            raise TypeError(f"tensor {name!r}: safetensors has no dtype {dtype}")
+        nbytes = math.prod(shape) * dtype.itemsize
+        header_obj[name] = {
+            "dtype": names[dtype],
+            "shape": list(shape),
+            "data_offsets": [at, at + nbytes],
+        }
+        at += nbytes
+    raw = json.dumps(header_obj, separators=(",", ":")).encode()
+    return raw + b" " * (-len(raw) % 8)
+
+
+def _raw_bytes(arr: np.ndarray) -> memoryview:
+    """A tensor's bytes without a copy (a copy only for a non-contiguous view)."""
+    return memoryview(np.ascontiguousarray(arr).reshape(-1).view(np.uint8))
+
+
 def write_safetensors(
     path: str | os.PathLike[str],
     tensors: Any,
@@ -140,52 +174,36 @@ def write_safetensors(
 ) -> None:
     """Write ``(name, array)`` pairs as a safetensors file.
 
-    With ``header_bytes`` (a header read by :class:`SafetensorsFile`) the file
-    is restored byte for byte: that header, then each tensor at its offsets.
-    Otherwise a header is built, tensors in the order given.
+    With ``header_bytes`` (a header read by :class:`SafetensorsFile`, or made
+    by :func:`safetensors_header`) the tensors stream into the file one by
+    one, each at its offsets: a whole model never sits in memory. Otherwise
+    a header is built, tensors in the order given (all are held until then).
     """
     path = Path(path)
-    if header_bytes is not None:
-        header = json.loads(header_bytes)
-        with path.open("wb") as f:
-            f.write(struct.pack("<Q", len(header_bytes)))
-            f.write(header_bytes)
-            start = f.tell()
-            for name, arr in tensors:
-                info = header.get(name)
-                if not isinstance(info, dict):
-                    raise ValueError(f"{path}: tensor {name!r} is not in the original header")
-                begin, end = info["data_offsets"]
-                data = np.ascontiguousarray(arr).tobytes()
-                if len(data) != end - begin:
-                    raise ValueError(
-                        f"{path}: tensor {name!r} has {len(data)} bytes, not {end - begin}"
-                    )
-                f.seek(start + begin)
-                f.write(data)
-        return
-    names = {np.dtype(v): k for k, v in SAFETENSORS_DTYPES.items()}
-    items = [(name, np.asarray(arr, order="C")) for name, arr in tensors]  # keeps 0-d
-    header_obj: dict[str, Any] = {}
-    if metadata:
-        header_obj["__metadata__"] = dict(metadata)
-    at = 0
-    for name, arr in items:
-        if arr.dtype not in names:
-            raise TypeError(f"{path}: tensor {name!r}: safetensors has no dtype {arr.dtype}")
-        header_obj[name] = {
-            "dtype": names[arr.dtype],
-            "shape": list(arr.shape),
-            "data_offsets": [at, at + arr.nbytes],
-        }
-        at += arr.nbytes
-    raw = json.dumps(header_obj, separators=(",", ":")).encode()
-    raw += b" " * (-len(raw) % 8)  # the reference writer pads the header to 8 bytes
+    if header_bytes is None:
+        items = [(name, np.asarray(arr, order="C")) for name, arr in tensors]  # keeps 0-d
+        header_bytes = safetensors_header(
+            ((name, arr.dtype, arr.shape) for name, arr in items), metadata
+        )
+        tensors = items
+    header = json.loads(header_bytes)
     with path.open("wb") as f:
-        f.write(struct.pack("<Q", len(raw)))
-        f.write(raw)
-        for _, arr in items:
-            f.write(arr.tobytes())
+        f.write(struct.pack("<Q", len(header_bytes)))
+        f.write(header_bytes)
+        start = f.tell()
+        for name, arr in tensors:
+            info = header.get(name)
+            if not isinstance(info, dict):
+                raise ValueError(f"{path}: tensor {name!r} is not in the header")
+            begin, end = info["data_offsets"]
+            data = _raw_bytes(arr)
+            if data.nbytes != end - begin:
+                raise ValueError(
+                    f"{path}: tensor {name!r} has {data.nbytes} bytes, not {end - begin}"
+                )
+            f.seek(start + begin)
+            f.write(data)
+            del data, arr  # the next tensor may be read before this loop's names rebind
 
 
 def read_safetensors(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
