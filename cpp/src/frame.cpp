@@ -6,6 +6,10 @@
 #include <cstring>
 #include <memory>
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
 #include "coders.h"
 #include "nncodecs/entropy.h"
 #include "nncodecs/rans_lane.h"
@@ -493,6 +497,30 @@ void where(Error* e, const ChunkRef& r) {
 
 }  // namespace
 
+namespace {
+
+// Fault a large output in with one call before the threads write it. A fresh
+// allocation is otherwise faulted in page by page from the decoding threads,
+// which contend in the kernel: measured on 32 MiB bfloat16 tensors with 2
+// threads, 3.2 GB/s decoded into fresh memory, 5.0 GB/s with this, 7.2 into
+// memory already faulted in. Linux 5.14+ (MADV_POPULATE_WRITE); elsewhere,
+// or when refused, the pages fault in as before.
+void prefault(std::uint8_t* p, std::uint64_t len) {
+#if defined(__linux__)
+  constexpr int kPopulateWrite = 23;  // MADV_POPULATE_WRITE
+  if (len < (std::uint64_t(1) << 20)) return;
+  const std::uintptr_t page = 4096;
+  const std::uintptr_t begin = (reinterpret_cast<std::uintptr_t>(p) + page - 1) & ~(page - 1);
+  const std::uintptr_t end = (reinterpret_cast<std::uintptr_t>(p) + len) & ~(page - 1);
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, kPopulateWrite);
+#else
+  (void)p;
+  (void)len;
+#endif
+}
+
+}  // namespace
+
 Status frame_decode(void* dst, std::size_t dst_cap, const void* src, std::size_t src_len,
                     std::uint64_t max_decoded, Layout layout, bool elements,
                     const std::uint8_t* zstd_decoded, std::size_t zstd_decoded_len, int threads,
@@ -521,6 +549,7 @@ Status frame_decode(void* dst, std::size_t dst_cap, const void* src, std::size_t
 
   const auto* in = static_cast<const std::uint8_t*>(src);
   auto* out = static_cast<std::uint8_t*>(dst);
+  prefault(out, info.decoded_len);
   const detail::RangeKernels& kern = detail::active_kernels();
   std::vector<Error> errors(info.chunks.size());
   std::vector<std::uint32_t> crcs(info.chunks.size(), 0);
