@@ -43,10 +43,12 @@ CHUNK_SYMBOLS = 1 << 18
 #: magic replaced by this one (auto writes it for small inputs when smaller).
 WHOLE_MAGIC = b"NNCZ"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
-#: auto tries the whole-input zstd frame on inputs up to this many bytes,
-#: and at zstd's level 19 up to TINY_BYTES (biases, norms).
+#: auto tries the whole-input zstd frame on inputs up to this many bytes
+#: (always up to TINY_BYTES: biases, norms; above, when zstd chunks could
+#: win), and no per-chunk zstd trials up to TINY_BYTES.
 WHOLE_ZSTD_LIMIT = CHUNK_SYMBOLS
 TINY_BYTES = 1 << 14
+TINY_LEVEL = 12
 CODERS = ("rans", "huffman", "auto")
 # The most one frame byte can expand to: a constant chunk (2 index bytes)
 # stands for 2^18 bytes. Bounds the allocation of a decoder told no size.
@@ -160,7 +162,9 @@ def encode_frame(
     """
     threads = threads or get_threads()
     zstd = None
-    if coder == "auto":
+    if coder == "auto" and data.nbytes > TINY_BYTES:
+        # Tiny inputs get the whole-input zstd trial below instead: zstd
+        # trials per chunk cost more there than they ever saved.
         zstd = _zstd_candidates(data, planes, zstd_level, threads, elements, layout)
     frame = _core.frame_encode(
         data,
@@ -183,8 +187,10 @@ def encode_frame(
         # A small input may do better as one zstd frame, which costs no
         # header, index or chunk lengths of ours (see docs/format.md); worth
         # a trial when tiny, or when the plan saw chunks zstd could win.
-        # Tiny inputs get zstd's strongest level: it costs microseconds there.
-        level = max(zstd_level, 19) if data.nbytes <= TINY_BYTES else zstd_level
+        # Tiny inputs get level 12: the lowest at which none of
+        # all-MiniLM-L6-v2's tiny tensors ends larger than zstd-3 of its raw
+        # bytes (3 and 9 leave some 3-5 bytes over; 19 costs twice the time).
+        level = max(zstd_level, TINY_LEVEL) if data.nbytes <= TINY_BYTES else zstd_level
         if elements:  # the whole-input kind holds the planes
             split = np.empty(data.nbytes, dtype=np.uint8)
             _core.planes_split(split, data, planes, layout, threads=threads)
