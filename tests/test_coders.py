@@ -207,13 +207,24 @@ def test_checksum_can_be_turned_off() -> None:
     assert bytes(NumcodecsRans().decode(off)) == data.tobytes()
 
 
-def test_threads_give_the_same_bytes() -> None:
-    arr = weights_like("float32", 1 << 20)
-    frames = {NumcodecsWeights(dtype="float32", threads=t).encode(arr) for t in (1, 2, 3)}
-    assert len(frames) == 1
-    (frame,) = frames
-    for t in (1, 2, 3):
-        assert same_bits(NumcodecsWeights(dtype="float32", threads=t).decode(frame), arr)
+@pytest.mark.parametrize(
+    ("dtype", "n", "sb"),
+    [("float32", 1 << 20, 16), ("bfloat16", 200_001, 16), ("bfloat16", 150_000, 12),
+     ("float8_e4m3fn", 70_000, 14)],
+)  # fmt: skip
+def test_threads_give_the_same_bytes(dtype: str, n: int, sb: int) -> None:
+    # Many chunks split over threads; a chunk or two split by sub-blocks
+    # (fewer chunks than threads): the bytes never depend on the threads.
+    arr = weights_like(dtype, n)
+    for coder in ("auto", "rans"):
+        frames = {
+            NumcodecsWeights(dtype=dtype, coder=coder, subblock_log2=sb, threads=t).encode(arr)
+            for t in (1, 2, 3, 4)
+        }
+        assert len(frames) == 1
+        (frame,) = frames
+        for t in (1, 2, 3):
+            assert same_bits(NumcodecsWeights(dtype=dtype, threads=t).decode(frame), arr)
 
 
 CONFIG_CASES = [

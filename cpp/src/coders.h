@@ -27,8 +27,10 @@ bool fail(Error* err, Status status, const char* fmt, Args... args) {
 void histogram(const std::uint8_t* src, std::size_t m, std::uint32_t counts[256]);
 
 // rANS (precision P, sub-blocks of 2^sb symbols). Output appended to out.
+// With threads > 1 the sub-blocks encode in parallel (same bytes).
 void rans_encode_chunk(const std::uint8_t* src, std::size_t m, const std::uint32_t counts[256],
-                       unsigned precision, unsigned subblock_log2, std::vector<std::uint8_t>* out);
+                       unsigned precision, unsigned subblock_log2, std::vector<std::uint8_t>* out,
+                       int threads = 1);
 bool rans_decode_chunk(std::uint8_t* dst, std::size_t m, const std::uint8_t* src, std::size_t len,
                        unsigned precision, unsigned subblock_log2, Error* err);
 

@@ -135,11 +135,49 @@ bool estimate_choice(const std::uint32_t counts[256], std::size_t m, const Encod
   return true;
 }
 
+// Whether a large chunk is near-uniform bytes (as mantissa planes are), from
+// 16 samples of 1 KiB spread over it: an order-0 entropy of at least 7.8
+// bits a byte there (coding would save under 2.5%, where the thresholds ask
+// 5%) skips the whole-chunk histogram. Integer arithmetic (log2_fixed16).
+bool surely_raw(const std::uint8_t* p, std::size_t m) {
+  constexpr std::size_t kPieces = 16, kPiece = 1024;
+  std::uint32_t counts[256] = {0};
+  const std::size_t stride = m / kPieces;
+  for (std::size_t i = 0; i < kPieces; ++i) {
+    const std::uint8_t* q = p + i * stride;
+    for (std::size_t j = 0; j < kPiece; ++j) ++counts[q[j]];
+  }
+  // bits = n log2 n - sum c log2 c, in 16.16 fixed point
+  constexpr std::uint64_t n = kPieces * kPiece;
+  std::uint64_t sum = 0;
+  for (int s = 0; s < 256; ++s)
+    if (counts[s]) sum += std::uint64_t(counts[s]) * rans::log2_fixed16(counts[s]);
+  const std::uint64_t bits = n * rans::log2_fixed16(n) - sum;
+  return bits * 10 >= n * 78 * 65536;  // >= 7.8 bits a byte
+}
+
 // Encode one chunk: its mode, and its payload in `slot` (room for m bytes:
 // a coded payload is kept only when smaller than raw) or external bytes.
 void choose(const std::uint8_t* p, std::size_t m, const EncodeParams& params,
             const std::uint8_t* zstd, std::uint32_t zstd_len, bool copy_raw, std::uint8_t* slot,
-            ChunkOut* out) {
+            int sub_threads, ChunkOut* out) {
+  if (m >= kEstimateFrom && surely_raw(p, m)) {
+    out->mode = ChunkMode::raw;
+    if (zstd != nullptr && params.coder == Coder::automatic &&
+        std::size_t(zstd_len) * 1000 < m * (1000 - std::min(params.min_gain_permille, 1000u))) {
+      out->mode = ChunkMode::zstd;
+      out->data = zstd;
+      out->length = zstd_len;
+    } else if (copy_raw) {
+      std::memcpy(slot, p, m);
+      out->data = slot;
+      out->length = m;
+    } else {
+      out->data = p;
+      out->length = m;
+    }
+    return;
+  }
   std::uint32_t counts[256];
   detail::histogram(p, m, counts);
   int distinct = 0;
@@ -164,7 +202,8 @@ void choose(const std::uint8_t* p, std::size_t m, const EncodeParams& params,
     std::vector<std::uint8_t>& rans = coder_scratch(0);
     std::vector<std::uint8_t>& huff = coder_scratch(1);
     if (try_rans)
-      detail::rans_encode_chunk(p, m, counts, params.precision, params.subblock_log2, &rans);
+      detail::rans_encode_chunk(p, m, counts, params.precision, params.subblock_log2, &rans,
+                                sub_threads);
     if (try_huff) detail::huffman_encode_chunk(p, m, counts, params.subblock_log2, &huff);
     if (params.coder == Coder::automatic) {
       // The smallest; on a tie the faster to decode (raw, Huffman, rANS, zstd).
@@ -247,6 +286,9 @@ Status frame_encode(void* dst, std::size_t dst_cap, std::size_t* written, const 
                 frame_bound(src_len, k)),
            err->status;
   auto* const slots = static_cast<std::uint8_t*>(dst) + (frame_bound(src_len, k) - src_len);
+  // Fewer chunks than threads (a small tensor): rANS sub-blocks in parallel.
+  const int workers = resolve_threads(params.threads);
+  const int sub_threads = chunks < static_cast<std::size_t>(workers) ? workers : 1;
 
   parallel_for(chunks, params.threads, [&](std::size_t c) {
     const std::size_t m = chunk_symbols(n, c);
@@ -264,7 +306,8 @@ Status frame_encode(void* dst, std::size_t dst_cap, std::size_t* written, const 
       const std::size_t idx = std::size_t(j) * chunks + c;
       const std::uint8_t* z = zstd.data ? zstd.data[idx] : nullptr;
       const std::uint32_t zl = z ? zstd.size[idx] : 0;
-      choose(p, m, params, z, zl, scratch != nullptr, slots + j * n + first, &out[idx]);
+      choose(p, m, params, z, zl, scratch != nullptr, slots + j * n + first, sub_threads,
+             &out[idx]);
       if (params.checksum) out[idx].crc = crc32c(0, p, m);
     }
   });

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "coders.h"
+#include "nncodecs/threadpool.h"
 #include "nncodecs/rans_lane.h"
 #include "rans_simd.h"
 
@@ -138,7 +139,8 @@ inline void encode_symbol(std::uint32_t& x, const EncSymbol& e, std::uint8_t*& w
 }  // namespace
 
 void rans_encode_chunk(const std::uint8_t* src, std::size_t m, const std::uint32_t counts[256],
-                       unsigned precision, unsigned subblock_log2, std::vector<std::uint8_t>* out) {
+                       unsigned precision, unsigned subblock_log2, std::vector<std::uint8_t>* out,
+                       int threads) {
   std::uint32_t freqs[256];
   rans_normalize(counts, precision, freqs);
   write_table(freqs, precision, out);
@@ -168,20 +170,17 @@ void rans_encode_chunk(const std::uint8_t* src, std::size_t m, const std::uint32
   const std::size_t counts_at = out->size();
   // At most one 16-bit word per symbol, plus 32 states per sub-block.
   out->resize(counts_at + 4 * blocks + blocks * 4 * kLanes + 2 * m);
-  std::size_t pos = counts_at + 4 * blocks;
-  // Words of one sub-block, written downwards; 2 bytes of slack below for
-  // the store a lane makes when it keeps no word.
-  thread_local std::vector<std::uint8_t> words;
-  if (words.size() < 2 * block + 64) words.resize(2 * block + 64);
-  std::uint8_t* const end = words.data() + words.size();
-  for (std::size_t b = 0; b < blocks; ++b) {
+
+  // Sub-block b into the words region ending at `end` (written downwards;
+  // 64 bytes of slack below for the stores that keep no word). Returns
+  // where its words begin; `state` gets the lanes' final states. Encoding
+  // runs backwards (steps last to first, lanes 31 to 0) so that the decoder,
+  // reading the reversed words forwards, meets them in order.
+  auto encode_block = [&](std::size_t b, std::uint8_t* end, std::uint32_t* state) {
     const std::uint8_t* sym = src + b * block;
     const std::size_t mb = std::min(block, m - b * block);
-    std::uint32_t state[kLanes];
-    for (auto& x : state) x = kStateLow;
+    for (std::size_t lane = 0; lane < kLanes; ++lane) state[lane] = kStateLow;
     std::uint8_t* wp = end;
-    // Encode backwards (steps last to first, lanes 31 to 0) so that the
-    // decoder, reading the reversed words forwards, meets them in order.
     const std::size_t full = mb / kLanes, tail = mb % kLanes;
     for (std::size_t lane = tail; lane-- > 0;)
       encode_symbol(state[lane], tab[sym[full * kLanes + lane]], wp);
@@ -193,13 +192,36 @@ void rans_encode_chunk(const std::uint8_t* src, std::size_t m, const std::uint32
         for (std::size_t lane = kLanes; lane-- > 0;) encode_symbol(state[lane], tab[row[lane]], wp);
       }
     }
+    return wp;
+  };
+  auto emit = [&](std::size_t b, std::size_t pos, const std::uint8_t* wp, const std::uint8_t* end,
+                  const std::uint32_t* state) {
     const std::size_t nbytes = static_cast<std::size_t>(end - wp);
     store_u32(out->data() + counts_at + 4 * b, static_cast<std::uint32_t>(nbytes / 2));
     std::uint8_t* o = out->data() + pos;
     for (std::size_t lane = 0; lane < kLanes; ++lane) store_u32(o + 4 * lane, state[lane]);
     std::memcpy(o + 4 * kLanes, wp, nbytes);
-    pos += 4 * kLanes + nbytes;
-  }
+    return pos + 4 * kLanes + nbytes;
+  };
+  // Every sub-block gets a region of this thread's buffer, and with
+  // threads > 1 they encode in parallel (independent streams); then they
+  // are laid out in order.
+  const std::size_t region = 2 * block + 64;
+  thread_local std::vector<std::uint8_t> regions;
+  if (regions.size() < blocks * region) regions.resize(blocks * region);
+  std::uint8_t* const base = regions.data();
+  std::vector<std::uint8_t*> starts(blocks);
+  std::vector<std::uint32_t> states(blocks * kLanes);
+  auto run = [&](std::size_t b) {
+    starts[b] = encode_block(b, base + (b + 1) * region, &states[b * kLanes]);
+  };
+  if (threads > 1 && blocks > 1)
+    parallel_for(blocks, threads, run);
+  else
+    for (std::size_t b = 0; b < blocks; ++b) run(b);
+  std::size_t pos = counts_at + 4 * blocks;
+  for (std::size_t b = 0; b < blocks; ++b)
+    pos = emit(b, pos, starts[b], base + (b + 1) * region, &states[b * kLanes]);
   out->resize(pos);
 }
 
