@@ -186,3 +186,28 @@ def test_variants_report() -> None:
     assert "scalar" in VARIANTS
     assert _core.best_variant() in VARIANTS
     assert _core.hardware_threads() >= 1
+
+
+def test_crc32c_kernels_agree() -> None:
+    # The check value of the CRC-32C catalogue, then the carry-less folding
+    # kernel (where the CPU has VPCLMULQDQ) against the crc32-instruction
+    # one, over lengths around its 256-byte window, offsets and start values.
+    assert _core.crc32c(b"123456789") == 0xE3069283
+    rng = np.random.default_rng(5)
+    sizes = [*range(0, 1100, 9), 4095, 12289, (1 << 16) + 13, (1 << 20) + 255]
+    try:
+        for n in sizes:
+            for off in (0, 1, 3):
+                data = rng.integers(0, 256, n + off, dtype=np.uint8)[off:]
+                for start in (0, 0xDEADBEEF):
+                    _core._set_crc_narrow(False)
+                    wide = _core.crc32c(data, start)
+                    _core._set_crc_narrow(True)
+                    assert _core.crc32c(data, start) == wide, (n, off, start)
+    finally:
+        _core._set_crc_narrow(False)
+    parts = rng.integers(0, 256, 3000, dtype=np.uint8)
+    whole = _core.crc32c(parts)
+    assert (
+        _core.crc32c_combine(_core.crc32c(parts[:1234]), _core.crc32c(parts[1234:]), 1766) == whole
+    )

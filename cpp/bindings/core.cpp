@@ -392,6 +392,8 @@ PYBIND11_MODULE(_core, m) {
         return nnc::crc32c(crc, b.data(), b.size());
       },
       py::arg("data"), py::arg("crc") = 0, "CRC32C (Castagnoli) of data, continuing crc.");
+  m.def("_set_crc_narrow", &nnc::crc32c_set_narrow, py::arg("narrow"),
+        "Testing: True keeps CRC32C to the crc32-instruction kernel (no VPCLMULQDQ folding).");
   m.def("crc32c_combine", &nnc::crc32c_combine, py::arg("crc_a"), py::arg("crc_b"),
         py::arg("len_b"), "CRC32C of A||B from the CRCs of A and B.");
 }

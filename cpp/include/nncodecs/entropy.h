@@ -109,6 +109,8 @@ Status frame_decode(void* dst, std::size_t dst_cap, const void* src, std::size_t
 
 // CRC32C (Castagnoli), with the usual pre- and post-inversion.
 std::uint32_t crc32c(std::uint32_t crc, const void* data, std::size_t len);
+// Testing: true keeps CRC32C to the crc32-instruction kernel (no VPCLMULQDQ).
+void crc32c_set_narrow(bool narrow);
 // CRC of A||B from crc(A), crc(B) and len(B).
 std::uint32_t crc32c_combine(std::uint32_t crc_a, std::uint32_t crc_b, std::uint64_t len_b);
 
