@@ -634,6 +634,8 @@ Status frame_decode(void* dst, std::size_t dst_cap, const void* src, std::size_t
     if (with_crc && info.has_checksum) crcs[idx] = crc32c(0, data, m);
     return true;
   };
+  // Below 64 KiB a second thread costs more to wake than it saves.
+  if (info.decoded_len < (std::uint64_t(1) << 16)) threads = 1;
   const int workers = resolve_threads(threads);
   if (chunks < 4 * static_cast<std::size_t>(workers) && workers > 1) {
     // Few chunks (a small tensor): split the work finer, down to pairs of

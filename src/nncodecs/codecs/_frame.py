@@ -9,6 +9,7 @@ before it allocates anything.
 from __future__ import annotations
 
 import math
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any, ClassVar, Self
@@ -93,6 +94,36 @@ def check_frame_params(
     )
 
 
+_local = threading.local()
+
+
+def _compressor(level: int, size: int, whole: bool = False, checksum: bool = False) -> Any:
+    """A zstd compressor for these settings, kept per thread: making one
+    allocates zstd's context (hundreds of KiB at high levels), which cost
+    more than compressing a bias. Small tensors repeat a few sizes."""
+    cache = getattr(_local, "compressors", None)
+    if cache is None:
+        cache = _local.compressors = {}
+    key = (level, size, whole, checksum)
+    c = cache.get(key)
+    if c is None:
+        if len(cache) >= 64:
+            cache.clear()
+        params = _whole_params(level, size, checksum) if whole else _zstd_params(level, size)
+        c = cache[key] = zstandard.ZstdCompressor(compression_params=params)
+    return c
+
+
+def _decompressor() -> Any:
+    """This thread's magicless zstd decompressor (its context is reused)."""
+    d = getattr(_local, "decompressor", None)
+    if d is None:
+        d = _local.decompressor = zstandard.ZstdDecompressor(
+            format=zstandard.FORMAT_ZSTD1_MAGICLESS
+        )
+    return d
+
+
 def _zstd_params(level: int, size: int) -> Any:
     """zstd frames as nncodecs stores them: no magic, size, checksum or dictionary id
     (the frame's chunk index and CRC32C already say all that)."""
@@ -123,9 +154,7 @@ def _zstd_candidates(
     def compress(i: int) -> bytes:
         # One compressor per call: they are not shared between threads.
         piece = pieces[i]
-        return zstandard.ZstdCompressor(
-            compression_params=_zstd_params(level, len(piece))
-        ).compress(piece)
+        return _compressor(level, len(piece)).compress(piece)
 
     out: list[bytes | None] = [None] * len(pieces)
     if len(work) > 1 and threads > 1 and sum(len(pieces[i]) for i in work) >= 1 << 20:
@@ -201,16 +230,19 @@ def encode_frame(
     return frame
 
 
-def _whole_zstd(data: np.ndarray, level: int, checksum: bool) -> bytes:
-    params = zstandard.ZstdCompressionParameters.from_level(
+def _whole_params(level: int, size: int, checksum: bool) -> Any:
+    return zstandard.ZstdCompressionParameters.from_level(
         level,
-        source_size=data.nbytes,
+        source_size=size,
         format=zstandard.FORMAT_ZSTD1_MAGICLESS,
         write_content_size=True,
         write_checksum=checksum,
         write_dict_id=False,
     )
-    return WHOLE_MAGIC + zstandard.ZstdCompressor(compression_params=params).compress(data)
+
+
+def _whole_zstd(data: np.ndarray, level: int, checksum: bool) -> bytes:
+    return WHOLE_MAGIC + _compressor(level, data.nbytes, True, checksum).compress(data)
 
 
 def _whole_zstd_size(src: np.ndarray, limit: int) -> int:
@@ -233,7 +265,7 @@ def _decode_whole_zstd(src: np.ndarray, limit: int) -> np.ndarray:
     # libzstd stops a frame whose output passes its declared size (checked
     # against `limit` above), so this allocates at most one block more; the
     # stream object also tells truncation and trailing bytes apart.
-    stream = zstandard.ZstdDecompressor(format=zstandard.FORMAT_ZSTD1_MAGICLESS).decompressobj()
+    stream = _decompressor().decompressobj()
     try:
         raw = stream.decompress(src[4:].tobytes())
     except zstandard.ZstdError as exc:
@@ -371,7 +403,7 @@ def _decode_zstd_chunks(src: np.ndarray, info: dict[str, Any]) -> np.ndarray | N
         return None
     out = np.empty(sum(c[5] for c in chunks), dtype=np.uint8)
     at = 0
-    decompressor = zstandard.ZstdDecompressor(format=zstandard.FORMAT_ZSTD1_MAGICLESS)
+    decompressor = _decompressor()
     for plane, index, _, offset, length, symbols in chunks:
         piece = src[offset : offset + length]
         where = f"plane {plane} chunk {index}"

@@ -55,6 +55,7 @@ from nncodecs.codecs._shell import (
     typed_input,
 )
 from nncodecs.dtypes import dtype_name, float_layout, native_dtype, normalize_dtype
+from nncodecs.errors import CorruptDataError
 
 __all__ = ["NumcodecsWeights", "Weights", "decode_weights", "encode_weights"]
 
@@ -180,6 +181,21 @@ class NumcodecsWeights(NumcodecsParams, Codec):
                 )
             decode_weights(buf, dtype, count, out=out, threads=self.threads)
             return out
+        target = normalize_dtype(dtype)
+        if native_dtype(target) == target:
+            # One pass over the frame's header: decode_frame sizes the output.
+            raw = decode_frame(
+                buf,
+                elements=True,
+                layout=float_layout(target),
+                planes=itemsize,
+                threads=self.threads,
+            )
+            if raw.nbytes % itemsize:
+                raise CorruptDataError(
+                    f"{CODEC_ID}: {raw.nbytes} decoded bytes are not whole {dtype}"
+                )
+            return raw.view(target)
         count = frame_decoded_len(buf) // itemsize
         return decode_weights(buf, dtype, count, threads=self.threads)
 
