@@ -22,8 +22,9 @@ void huffman_lengths(const std::uint32_t counts[256], unsigned max_bits, std::ui
   }
   std::stable_sort(sym, sym + n, [&](int a, int b) { return counts[a] < counts[b]; });
   // Nodes 0..n-1 are leaves, n..2n-2 internal; parent[] gives the tree.
-  std::vector<std::uint64_t> weight(2 * n - 1);
-  std::vector<int> parent(2 * n - 1, -1);
+  std::uint64_t weight[511];
+  int parent[511];
+  std::fill(parent, parent + 2 * n - 1, -1);
   for (int i = 0; i < n; ++i) weight[i] = counts[sym[i]];
   int leaf = 0, inner = n, next = n;
   auto take = [&]() {
@@ -35,7 +36,8 @@ void huffman_lengths(const std::uint32_t counts[256], unsigned max_bits, std::ui
     weight[next] = weight[a] + weight[b];
     parent[a] = parent[b] = next;
   }
-  std::vector<int> depth(2 * n - 1, 0);
+  int depth[511];
+  depth[2 * n - 2] = 0;
   for (int i = 2 * n - 3; i >= 0; --i) depth[i] = depth[parent[i]] + 1;
   for (int i = 0; i < n; ++i) lengths[sym[i]] = static_cast<std::uint8_t>(depth[i]);
 

@@ -106,17 +106,40 @@ void write_table(const std::uint32_t freqs[256], unsigned precision, std::vector
     }
   const std::size_t bits_at = out->size();
   out->resize(bits_at + (present * precision + 7) / 8, 0);
-  std::size_t bit = 0;
+  // P bits a present symbol, least significant first, packed back to back.
+  std::uint8_t* o = out->data() + bits_at;
+  std::uint64_t acc = 0;
+  unsigned held = 0;
   for (int s = 0; s < 256; ++s) {
     if (!freqs[s]) continue;
-    for (unsigned k = 0; k < precision; ++k, ++bit)
-      if ((freqs[s] >> k) & 1u) (*out)[bits_at + bit / 8] |= std::uint8_t(1u << (bit % 8));
+    acc |= std::uint64_t(freqs[s]) << held;
+    held += precision;
+    for (; held >= 8; held -= 8, acc >>= 8) *o++ = static_cast<std::uint8_t>(acc);
   }
+  if (held) *o = static_cast<std::uint8_t>(acc);
 }
 
 }  // namespace
 
 namespace {
+
+// The division-free step's constants for every frequency (they do not
+// depend on the precision): a chunk's table then costs no division.
+struct Reciprocals {
+  std::uint32_t rcp[1u << rans::kMaxPrecision];
+  std::uint32_t shift[1u << rans::kMaxPrecision];
+  Reciprocals() {
+    for (std::uint32_t f = 1; f < (1u << rans::kMaxPrecision); ++f) {
+      shift[f] = rans::encode_rcp_shift(f);
+      rcp[f] = rans::encode_rcp(f, shift[f]);
+    }
+    rcp[0] = shift[0] = 0;
+  }
+};
+const Reciprocals& reciprocals() {
+  static const Reciprocals table;
+  return table;
+}
 
 // Per-symbol encoder constants: the renormalisation bound and the
 // division-free step (rans_lane.h).
@@ -157,8 +180,8 @@ void rans_encode_chunk(const std::uint8_t* src, std::size_t m, const std::uint32
       continue;
     }
     e.x_max = f << (31 - precision);
-    e.shift = rans::encode_rcp_shift(f);
-    e.rcp = rans::encode_rcp(f, e.shift);
+    e.shift = reciprocals().shift[f];
+    e.rcp = reciprocals().rcp[f];
     e.complement = (1u << precision) - f;
     simd_tab.rcp[s] = e.rcp;
     simd_tab.info[s] = e.cum | e.complement << 12 | (e.shift - 31) << 24;

@@ -50,6 +50,7 @@ ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 WHOLE_ZSTD_LIMIT = CHUNK_SYMBOLS
 TINY_BYTES = 1 << 14
 TINY_LEVEL = 12
+TINY_LEVEL_BYTES = 1 << 11
 CODERS = ("rans", "huffman", "auto")
 # The most one frame byte can expand to: a constant chunk (2 index bytes)
 # stands for 2^18 bytes. Bounds the allocation of a decoder told no size.
@@ -216,10 +217,11 @@ def encode_frame(
         # A small input may do better as one zstd frame, which costs no
         # header, index or chunk lengths of ours (see docs/format.md); worth
         # a trial when tiny, or when the plan saw chunks zstd could win.
-        # Tiny inputs get level 12: the lowest at which none of
+        # Inputs of at most 2 KiB get level 12: the lowest at which none of
         # all-MiniLM-L6-v2's tiny tensors ends larger than zstd-3 of its raw
-        # bytes (3 and 9 leave some 3-5 bytes over; 19 costs twice the time).
-        level = max(zstd_level, TINY_LEVEL) if data.nbytes <= TINY_BYTES else zstd_level
+        # bytes (below it, float8 biases of 384 bytes end 2-5 bytes over);
+        # a few microseconds there, hundreds on 12 KiB.
+        level = max(zstd_level, TINY_LEVEL) if data.nbytes <= TINY_LEVEL_BYTES else zstd_level
         if elements:  # the whole-input kind holds the planes
             split = np.empty(data.nbytes, dtype=np.uint8)
             _core.planes_split(split, data, planes, layout, threads=threads)
