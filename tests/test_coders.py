@@ -353,6 +353,15 @@ def test_rans_simd_variants_write_and_read_the_same_bytes() -> None:
         for precision in (10, 11, 12):
             data = (rng.geometric(0.2 + 0.1 * (precision - 10), size) % 256).astype(np.uint8)
             cases.append((data, precision, 12 + size % 5))
+    # Symbols within 32 values (AVX-512 looks them up by permutation, also
+    # near the top of the byte range) and spread wide (it gathers them).
+    for low in (0, 100, 224, 240):
+        narrow = low + rng.geometric(0.15, 200_000) % (256 - low if low > 224 else 32)
+        cases.append((narrow.astype(np.uint8), 11, 16))
+    wide = np.where(
+        rng.random(200_000) < 0.9, rng.integers(0, 4, 200_000), rng.integers(0, 256, 200_000)
+    )
+    cases.append((wide.astype(np.uint8), 11, 16))
     try:
         _core._set_rans_variant("scalar")
         reference = [NumcodecsRans(precision=p, subblock_log2=sb).encode(d) for d, p, sb in cases]

@@ -383,7 +383,7 @@ PYBIND11_MODULE(_core, m) {
         nnc::detail::set_rans_variant(0);
         return out;
       },
-      "rANS decoder variants this CPU runs.");
+      "rANS variants (encoder and decoder) this CPU runs.");
   m.def(
       "crc32c",
       [](py::handle data, std::uint32_t crc) {

@@ -168,7 +168,7 @@ void rans_encode_chunk(const std::uint8_t* src, std::size_t m, const std::uint32
   rans_normalize(counts, precision, freqs);
   write_table(freqs, precision, out);
   EncSymbol tab[256];
-  RansEncTables simd_tab;
+  RansEncTables simd_tab{};
   std::uint32_t cum = 0;
   for (int s = 0; s < 256; ++s) {
     const std::uint32_t f = freqs[s];
@@ -185,6 +185,13 @@ void rans_encode_chunk(const std::uint8_t* src, std::size_t m, const std::uint32
     e.complement = (1u << precision) - f;
     simd_tab.rcp[s] = e.rcp;
     simd_tab.info[s] = e.cum | e.complement << 12 | (e.shift - 31) << 24;
+  }
+  {
+    int lo = 256, hi = -1;
+    for (int s = 0; s < 256; ++s)
+      if (freqs[s]) lo = std::min(lo, s), hi = s;
+    simd_tab.base = static_cast<std::uint32_t>(std::min(lo, 224));
+    simd_tab.narrow = hi >= 0 && hi < static_cast<int>(simd_tab.base) + 32;
   }
   const RansEncodeKernel simd = rans_encode_kernel();
 

@@ -129,15 +129,36 @@ NNC_AVX512 static void decode_steps_local(RansLanes* blocks, std::size_t count,
   }
 }
 
+// Symbol constants for 16 lanes: gathered from the 256-entry tables, or,
+// when every symbol of the chunk lies within 32 values of tab.base, looked
+// up by a two-register permutation (much cheaper than a gather).
+struct Lookup {
+  __m512i rcp0, rcp1, info0, info1, base;
+};
+
+template <bool kNarrow>
+NNC_AVX512 static inline void symbol_constants(__m512i s, const RansEncTables& tab,
+                                               const Lookup& lk, __m512i* rcp, __m512i* info) {
+  if (kNarrow) {
+    const __m512i idx = _mm512_sub_epi32(s, lk.base);
+    *rcp = _mm512_permutex2var_epi32(lk.rcp0, idx, lk.rcp1);
+    *info = _mm512_permutex2var_epi32(lk.info0, idx, lk.info1);
+  } else {
+    *rcp = _mm512_i32gather_epi32(s, tab.rcp, 4);
+    *info = _mm512_i32gather_epi32(s, tab.info, 4);
+  }
+}
+
 // One 16-lane group of an encode step: renormalise (the words of the lanes
 // that need it, compressed in lane order and stored below *wp), then the
 // division-free step x + cum + ((x * rcp) >> shift) * complement.
+template <bool kNarrow>
 NNC_AVX512 static inline __m512i encode16(__m512i x, const std::uint8_t* sym,
-                                          const RansEncTables& tab, std::uint8_t*& wp,
-                                          __m512i one_p, __m512i top_shift) {
+                                          const RansEncTables& tab, const Lookup& lk,
+                                          std::uint8_t*& wp, __m512i one_p, __m512i top_shift) {
   const __m512i s = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sym)));
-  const __m512i rcp = _mm512_i32gather_epi32(s, tab.rcp, 4);
-  const __m512i info = _mm512_i32gather_epi32(s, tab.info, 4);
+  __m512i rcp, info;
+  symbol_constants<kNarrow>(s, tab, lk, &rcp, &info);
   const __m512i twelve = _mm512_set1_epi32(0xFFF);
   const __m512i cum = _mm512_and_si512(info, twelve);
   const __m512i comp = _mm512_and_si512(_mm512_srli_epi32(info, 12), twelve);
@@ -156,21 +177,39 @@ NNC_AVX512 static inline __m512i encode16(__m512i x, const std::uint8_t* sym,
   return _mm512_add_epi32(_mm512_add_epi32(x, cum), _mm512_mullo_epi32(q, comp));
 }
 
-NNC_AVX512 void rans_encode_steps_avx512(const std::uint8_t* sym, std::size_t steps,
-                                         std::uint32_t* state, std::uint8_t** wp_io,
-                                         const RansEncTables& tab, unsigned precision) {
+template <bool kNarrow>
+NNC_AVX512 static void encode_steps(const std::uint8_t* sym, std::size_t steps,
+                                    std::uint32_t* state, std::uint8_t** wp_io,
+                                    const RansEncTables& tab, unsigned precision) {
   const __m512i one_p = _mm512_set1_epi32(1 << precision);
   const __m512i top_shift = _mm512_set1_epi32(static_cast<int>(31 - precision));
+  Lookup lk{};
+  if (kNarrow) {
+    lk.rcp0 = _mm512_loadu_si512(tab.rcp + tab.base);
+    lk.rcp1 = _mm512_loadu_si512(tab.rcp + tab.base + 16);
+    lk.info0 = _mm512_loadu_si512(tab.info + tab.base);
+    lk.info1 = _mm512_loadu_si512(tab.info + tab.base + 16);
+    lk.base = _mm512_set1_epi32(static_cast<int>(tab.base));
+  }
   __m512i lo = _mm512_loadu_si512(state), hi = _mm512_loadu_si512(state + 16);
   std::uint8_t* wp = *wp_io;
   for (std::size_t t = steps; t-- > 0;) {
     const std::uint8_t* row = sym + 32 * t;
-    hi = encode16(hi, row + 16, tab, wp, one_p, top_shift);  // lanes 31..16 push first
-    lo = encode16(lo, row, tab, wp, one_p, top_shift);
+    hi = encode16<kNarrow>(hi, row + 16, tab, lk, wp, one_p, top_shift);  // lanes 31..16 first
+    lo = encode16<kNarrow>(lo, row, tab, lk, wp, one_p, top_shift);
   }
   _mm512_storeu_si512(state, lo);
   _mm512_storeu_si512(state + 16, hi);
   *wp_io = wp;
+}
+
+NNC_AVX512 void rans_encode_steps_avx512(const std::uint8_t* sym, std::size_t steps,
+                                         std::uint32_t* state, std::uint8_t** wp_io,
+                                         const RansEncTables& tab, unsigned precision) {
+  if (tab.narrow)
+    encode_steps<true>(sym, steps, state, wp_io, tab, precision);
+  else
+    encode_steps<false>(sym, steps, state, wp_io, tab, precision);
 }
 
 }  // namespace detail

@@ -37,6 +37,10 @@ void rans_decode_steps_avx512(RansLanes* blocks, std::size_t count, const std::u
 struct RansEncTables {
   alignas(64) std::uint32_t rcp[256];
   alignas(64) std::uint32_t info[256];
+  // Every symbol present lies in [base, base + 32), base <= 224: a chunk
+  // with so few values (an exponent plane) may look them up by permutation.
+  bool narrow = false;
+  std::uint32_t base = 0;
 };
 
 // Encode whole steps [0, steps) of one sub-block, last step first and lanes
