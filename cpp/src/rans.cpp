@@ -190,8 +190,14 @@ void rans_encode_chunk(const std::uint8_t* src, std::size_t m, const std::uint32
     int lo = 256, hi = -1;
     for (int s = 0; s < 256; ++s)
       if (freqs[s]) lo = std::min(lo, s), hi = s;
-    simd_tab.base = static_cast<std::uint32_t>(std::min(lo, 224));
-    simd_tab.narrow = hi >= 0 && hi < static_cast<int>(simd_tab.base) + 32;
+    for (int pairs : {1, 2, 4}) {
+      const int base = std::min(lo, 256 - 32 * pairs);
+      if (hi >= 0 && hi < base + 32 * pairs) {
+        simd_tab.base = static_cast<std::uint32_t>(base);
+        simd_tab.span_pairs = pairs;
+        break;
+      }
+    }
   }
   const RansEncodeKernel simd = rans_encode_kernel();
 

@@ -130,19 +130,40 @@ NNC_AVX512 static void decode_steps_local(RansLanes* blocks, std::size_t count,
 }
 
 // Symbol constants for 16 lanes: gathered from the 256-entry tables, or,
-// when every symbol of the chunk lies within 32 values of tab.base, looked
-// up by a two-register permutation (much cheaper than a gather).
+// when every symbol of the chunk lies within 32 x kPairs values of
+// tab.base, looked up by two-register permutations (one per 32 values,
+// blended on the index's higher bits): much cheaper than gathers.
+template <int kPairs>
 struct Lookup {
-  __m512i rcp0, rcp1, info0, info1, base;
+  __m512i rcp[2 * kPairs], info[2 * kPairs], base;
 };
 
-template <bool kNarrow>
+template <int kPairs>
+NNC_AVX512 static inline __m512i permute_lookup(const __m512i* t, __m512i idx) {
+  __m512i v = _mm512_permutex2var_epi32(t[0], idx, t[1]);
+  if (kPairs >= 2) {
+    const __m512i v1 = _mm512_permutex2var_epi32(t[2], idx, t[3]);
+    const __mmask16 b5 = _mm512_test_epi32_mask(idx, _mm512_set1_epi32(32));
+    v = _mm512_mask_blend_epi32(b5, v, v1);
+    if (kPairs == 4) {
+      const __m512i v2 = _mm512_permutex2var_epi32(t[4], idx, t[5]);
+      const __m512i v3 = _mm512_permutex2var_epi32(t[6], idx, t[7]);
+      const __m512i w = _mm512_mask_blend_epi32(b5, v2, v3);
+      const __mmask16 b6 = _mm512_test_epi32_mask(idx, _mm512_set1_epi32(64));
+      v = _mm512_mask_blend_epi32(b6, v, w);
+    }
+  }
+  return v;
+}
+
+template <int kPairs>
 NNC_AVX512 static inline void symbol_constants(__m512i s, const RansEncTables& tab,
-                                               const Lookup& lk, __m512i* rcp, __m512i* info) {
-  if (kNarrow) {
+                                               const Lookup<kPairs>& lk, __m512i* rcp,
+                                               __m512i* info) {
+  if (kPairs > 0) {
     const __m512i idx = _mm512_sub_epi32(s, lk.base);
-    *rcp = _mm512_permutex2var_epi32(lk.rcp0, idx, lk.rcp1);
-    *info = _mm512_permutex2var_epi32(lk.info0, idx, lk.info1);
+    *rcp = permute_lookup<kPairs>(lk.rcp, idx);
+    *info = permute_lookup<kPairs>(lk.info, idx);
   } else {
     *rcp = _mm512_i32gather_epi32(s, tab.rcp, 4);
     *info = _mm512_i32gather_epi32(s, tab.info, 4);
@@ -152,13 +173,13 @@ NNC_AVX512 static inline void symbol_constants(__m512i s, const RansEncTables& t
 // One 16-lane group of an encode step: renormalise (the words of the lanes
 // that need it, compressed in lane order and stored below *wp), then the
 // division-free step x + cum + ((x * rcp) >> shift) * complement.
-template <bool kNarrow>
+template <int kPairs>
 NNC_AVX512 static inline __m512i encode16(__m512i x, const std::uint8_t* sym,
-                                          const RansEncTables& tab, const Lookup& lk,
+                                          const RansEncTables& tab, const Lookup<kPairs>& lk,
                                           std::uint8_t*& wp, __m512i one_p, __m512i top_shift) {
   const __m512i s = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sym)));
   __m512i rcp, info;
-  symbol_constants<kNarrow>(s, tab, lk, &rcp, &info);
+  symbol_constants<kPairs>(s, tab, lk, &rcp, &info);
   const __m512i twelve = _mm512_set1_epi32(0xFFF);
   const __m512i cum = _mm512_and_si512(info, twelve);
   const __m512i comp = _mm512_and_si512(_mm512_srli_epi32(info, 12), twelve);
@@ -177,26 +198,24 @@ NNC_AVX512 static inline __m512i encode16(__m512i x, const std::uint8_t* sym,
   return _mm512_add_epi32(_mm512_add_epi32(x, cum), _mm512_mullo_epi32(q, comp));
 }
 
-template <bool kNarrow>
+template <int kPairs>
 NNC_AVX512 static void encode_steps(const std::uint8_t* sym, std::size_t steps,
                                     std::uint32_t* state, std::uint8_t** wp_io,
                                     const RansEncTables& tab, unsigned precision) {
   const __m512i one_p = _mm512_set1_epi32(1 << precision);
   const __m512i top_shift = _mm512_set1_epi32(static_cast<int>(31 - precision));
-  Lookup lk{};
-  if (kNarrow) {
-    lk.rcp0 = _mm512_loadu_si512(tab.rcp + tab.base);
-    lk.rcp1 = _mm512_loadu_si512(tab.rcp + tab.base + 16);
-    lk.info0 = _mm512_loadu_si512(tab.info + tab.base);
-    lk.info1 = _mm512_loadu_si512(tab.info + tab.base + 16);
-    lk.base = _mm512_set1_epi32(static_cast<int>(tab.base));
+  Lookup<kPairs> lk{};
+  for (int i = 0; i < 2 * kPairs; ++i) {
+    lk.rcp[i] = _mm512_loadu_si512(tab.rcp + tab.base + 16 * i);
+    lk.info[i] = _mm512_loadu_si512(tab.info + tab.base + 16 * i);
   }
+  lk.base = _mm512_set1_epi32(static_cast<int>(tab.base));
   __m512i lo = _mm512_loadu_si512(state), hi = _mm512_loadu_si512(state + 16);
   std::uint8_t* wp = *wp_io;
   for (std::size_t t = steps; t-- > 0;) {
     const std::uint8_t* row = sym + 32 * t;
-    hi = encode16<kNarrow>(hi, row + 16, tab, lk, wp, one_p, top_shift);  // lanes 31..16 first
-    lo = encode16<kNarrow>(lo, row, tab, lk, wp, one_p, top_shift);
+    hi = encode16<kPairs>(hi, row + 16, tab, lk, wp, one_p, top_shift);  // lanes 31..16 first
+    lo = encode16<kPairs>(lo, row, tab, lk, wp, one_p, top_shift);
   }
   _mm512_storeu_si512(state, lo);
   _mm512_storeu_si512(state + 16, hi);
@@ -206,10 +225,12 @@ NNC_AVX512 static void encode_steps(const std::uint8_t* sym, std::size_t steps,
 NNC_AVX512 void rans_encode_steps_avx512(const std::uint8_t* sym, std::size_t steps,
                                          std::uint32_t* state, std::uint8_t** wp_io,
                                          const RansEncTables& tab, unsigned precision) {
-  if (tab.narrow)
-    encode_steps<true>(sym, steps, state, wp_io, tab, precision);
-  else
-    encode_steps<false>(sym, steps, state, wp_io, tab, precision);
+  switch (tab.span_pairs) {
+    case 1: encode_steps<1>(sym, steps, state, wp_io, tab, precision); break;
+    case 2: encode_steps<2>(sym, steps, state, wp_io, tab, precision); break;
+    case 4: encode_steps<4>(sym, steps, state, wp_io, tab, precision); break;
+    default: encode_steps<0>(sym, steps, state, wp_io, tab, precision);
+  }
 }
 
 }  // namespace detail

@@ -37,9 +37,10 @@ void rans_decode_steps_avx512(RansLanes* blocks, std::size_t count, const std::u
 struct RansEncTables {
   alignas(64) std::uint32_t rcp[256];
   alignas(64) std::uint32_t info[256];
-  // Every symbol present lies in [base, base + 32), base <= 224: a chunk
-  // with so few values (an exponent plane) may look them up by permutation.
-  bool narrow = false;
+  // Every symbol present lies in [base, base + 32 * span_pairs) with
+  // span_pairs 1, 2 or 4 (0: no such window), within the tables: a chunk
+  // with so few values (an exponent plane) looks them up by permutation.
+  int span_pairs = 0;
   std::uint32_t base = 0;
 };
 
