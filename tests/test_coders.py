@@ -353,11 +353,14 @@ def test_rans_simd_variants_write_and_read_the_same_bytes() -> None:
         for precision in (10, 11, 12):
             data = (rng.geometric(0.2 + 0.1 * (precision - 10), size) % 256).astype(np.uint8)
             cases.append((data, precision, 12 + size % 5))
-    # Symbols within 32 values (AVX-512 looks them up by permutation, also
-    # near the top of the byte range) and spread wide (it gathers them).
-    for low in (0, 100, 224, 240):
-        narrow = low + rng.geometric(0.15, 200_000) % (256 - low if low > 224 else 32)
-        cases.append((narrow.astype(np.uint8), 11, 16))
+    # Symbols within 32, 64 or 128 values (AVX-512 looks them up by
+    # permutations, also near the top of the byte range) and spread wide (it
+    # gathers them).
+    for width in (32, 64, 128):
+        for low in (0, 100, 256 - width, 250):
+            span = min(width, 256 - low)
+            narrow = low + rng.geometric(0.05, 200_000) % span
+            cases.append((narrow.astype(np.uint8), 11, 16))
     wide = np.where(
         rng.random(200_000) < 0.9, rng.integers(0, 4, 200_000), rng.integers(0, 256, 200_000)
     )
