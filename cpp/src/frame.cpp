@@ -592,7 +592,14 @@ Status frame_decode(void* dst, std::size_t dst_cap, const void* src, std::size_t
 
   const auto* in = static_cast<const std::uint8_t*>(src);
   auto* out = static_cast<std::uint8_t*>(dst);
-  prefault(out, info.decoded_len);
+  // Many chunks: fault in the first eighth now; one task faults in the rest
+  // while the other threads decode from the start (one thread faulting at a
+  // time: concurrent faults contend in the kernel).
+  const bool staged = chunks >= 4 * static_cast<std::size_t>(resolve_threads(threads)) &&
+                      resolve_threads(threads) > 1 &&
+                      info.decoded_len >= (std::uint64_t(8) << 20);
+  const std::uint64_t head = staged ? (info.decoded_len / 8) & ~std::uint64_t(4095) : info.decoded_len;
+  prefault(out, head);
   const detail::RangeKernels& kern = detail::active_kernels();
   std::vector<Error> errors(info.chunks.size());
   std::vector<std::uint32_t> crcs(info.chunks.size(), 0);
@@ -716,7 +723,12 @@ Status frame_decode(void* dst, std::size_t dst_cap, const void* src, std::size_t
       });
     }
   } else {
-    parallel_for(chunks, threads, [&](std::size_t c) {
+    parallel_for(chunks + (staged ? 1 : 0), threads, [&](std::size_t task) {
+      if (staged && task == 0) {
+        prefault(out + head, info.decoded_len - head);
+        return;
+      }
+      const std::size_t c = staged ? task - 1 : task;
       const std::size_t m = chunk_symbols(n, c);
       const std::size_t first = c << kChunkLog2;
       std::uint8_t* scratch = fused ? scratch_buffer(k * m) : nullptr;
