@@ -28,6 +28,11 @@ __all__ = ["Writer"]
 # past the last rewrite are still found by the Reader through their commit flag.
 _BATCH_BYTES = 16 << 20
 _BATCH_COUNT = 256
+# Tensors from this size on are written at once, not copied into a batch:
+# Zarr's per-array overhead is small next to their coding.
+_ALONE_BYTES = 1 << 20
+# Chunks written per call for a large unsharded tensor (see _write).
+_SLAB_CHUNKS = 4
 
 
 def to_host_array(tensor: Any) -> np.ndarray:
@@ -114,8 +119,9 @@ class Writer:
         """Store one tensor (NumPy, torch CPU/CUDA, CuPy) under ``name``.
 
         Raises ``ValueError`` for a name already there and ``TypeError`` for a
-        dtype nncodecs does not support. Small tensors are written in batches
-        (a copy is kept until then); a large one is written at once.
+        dtype nncodecs does not support. Tensors under 1 MiB are written in
+        batches (a copy is kept until then); a larger one is written at once,
+        in slabs of whole shards.
         """
         self._check_new(name)
         if type(tensor).__module__.startswith("scipy.sparse"):
@@ -127,7 +133,7 @@ class Writer:
         except TypeError as exc:
             raise TypeError(f"tensor {name!r}: {exc}") from None
         layout.codec_settings(codec or self.codec)  # validates a per-tensor codec name
-        if arr.nbytes >= _BATCH_BYTES:
+        if arr.nbytes >= _ALONE_BYTES:
             self._flush()
             self._pending.append((name, arr, codec))
             self._flush()
@@ -293,7 +299,15 @@ class Writer:
             **layout.chunking(arr.shape, arr.dtype.itemsize, self.chunk_bytes, codec or self.codec),
             **layout.codec_settings(codec or self.codec),
         )
-        await z.setitem(Ellipsis, arr)
+        # Large tensors go in slabs of whole shards (or of a few chunks):
+        # Zarr holds every encoded chunk of one call until it is stored, so
+        # a tensor written at once would hold its whole compressed copy.
+        slab = z.shards[0] if z.shards else z.chunks[0] * _SLAB_CHUNKS if arr.ndim else 0
+        if arr.ndim and arr.shape[0] > slab:
+            for start in range(0, arr.shape[0], slab):
+                await z.setitem(slice(start, start + slab), arr[start : start + slab])
+        else:
+            await z.setitem(Ellipsis, arr)
         if (codec or self.codec) == "raw" and not await z.store_path.store.exists(
             f"{node}/{layout.single_chunk_key(arr.ndim)}"
         ):
