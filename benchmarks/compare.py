@@ -18,7 +18,9 @@ compress and decompress MB/s with each thread count, bit-exactness (every
 round trip is checked), and, beside them, the order-0 entropy bound of the
 exponent-first byte planes (per tensor and per 256 KiB chunk) and ``memcpy``
 speed. Every system gets a fresh copy of its input outside the timed region
-(ZipNN 0.5.4 writes into its input). Peak memory: a worker compresses the
+(ZipNN 0.5.4 writes into its input). Times are the best of ``--repeat``
+passes (3) on MiniLM and of 2 on the generated model (1 for PTWM, which
+compresses it at about 10 MB/s, and only with the most threads). Peak memory: a worker compresses the
 generated model's safetensors file the way each system's users would (nncodecs:
 ``nncodecs.formats.compress``, streaming tensor by tensor; ZipNN: the whole
 file; PTWM: ``compress_model``; zstd: a streaming copy), then decompresses it;
