@@ -20,8 +20,10 @@ exponent-first byte planes (per tensor and per 256 KiB chunk) and ``memcpy``
 speed. Every system gets a fresh copy of its input outside the timed region
 (ZipNN 0.5.4 writes into its input). Times are the best of ``--repeat``
 passes (3) on MiniLM and of 2 on the generated model (1 for PTWM, which
-compresses it at about 10 MB/s, and only with the most threads). Peak memory: a worker compresses the
-generated model's safetensors file the way each system's users would (nncodecs:
+compresses it at about 10 MB/s, and only with the most threads).
+
+Peak memory: a worker compresses the generated model's safetensors file the
+way each system's users would (nncodecs:
 ``nncodecs.formats.compress``, streaming tensor by tensor; ZipNN: the whole
 file; PTWM: ``compress_model``; zstd: a streaming copy), then decompresses it;
 its peak RSS above the interpreter's baseline is printed next to the rule
@@ -168,21 +170,20 @@ def _ptwm_core() -> Any:
 
     if "torch" not in sys.modules and importlib.util.find_spec("torch") is None:
 
+        def attribute(owner: Any, name: str) -> Any:
+            # Any attribute is a new placeholder class (classes, so that
+            # annotations such as ``torch.Size | list[int]`` evaluate).
+            if name.startswith("__"):
+                raise AttributeError(name)
+            value = _Placeholder(name, (), {})
+            setattr(owner, name, value)
+            return value
+
         class _Placeholder(type):
-            def __getattr__(cls, name: str) -> Any:
-                if name.startswith("__"):
-                    raise AttributeError(name)
-                value = _Placeholder(name, (), {})
-                setattr(cls, name, value)
-                return value
+            __getattr__ = attribute
 
         class _Torch(types.ModuleType):
-            def __getattr__(self, name: str) -> Any:
-                if name.startswith("__"):
-                    raise AttributeError(name)
-                value = _Placeholder(name, (), {})
-                setattr(self, name, value)
-                return value
+            __getattr__ = attribute
 
         sys.modules["torch"] = _Torch("torch")
     spec = importlib.util.find_spec("ptwm")

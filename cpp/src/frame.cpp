@@ -161,31 +161,18 @@ bool surely_raw(const std::uint8_t* p, std::size_t m) {
 void choose(const std::uint8_t* p, std::size_t m, const EncodeParams& params,
             const std::uint8_t* zstd, std::uint32_t zstd_len, bool copy_raw, std::uint8_t* slot,
             int sub_threads, ChunkOut* out) {
-  if (m >= kEstimateFrom && surely_raw(p, m)) {
-    out->mode = ChunkMode::raw;
-    if (zstd != nullptr && params.coder == Coder::automatic &&
-        std::size_t(zstd_len) * 1000 < m * (1000 - std::min(params.min_gain_permille, 1000u))) {
-      out->mode = ChunkMode::zstd;
-      out->data = zstd;
-      out->length = zstd_len;
-    } else if (copy_raw) {
-      std::memcpy(slot, p, m);
-      out->data = slot;
-      out->length = m;
-    } else {
-      out->data = p;
-      out->length = m;
-    }
-    return;
-  }
   std::uint32_t counts[256];
-  detail::histogram(p, m, counts);
-  int distinct = 0;
-  for (int s = 0; s < 256; ++s) distinct += counts[s] != 0;
-  if (distinct == 1) {
-    out->mode = ChunkMode::constant;
-    out->value = p[0];
-    return;
+  // Large near-uniform chunks stay raw (or take zstd) without a histogram.
+  const bool uniform = m >= kEstimateFrom && surely_raw(p, m);
+  if (!uniform) {
+    detail::histogram(p, m, counts);
+    int distinct = 0;
+    for (int s = 0; s < 256; ++s) distinct += counts[s] != 0;
+    if (distinct == 1) {
+      out->mode = ChunkMode::constant;
+      out->value = p[0];
+      return;
+    }
   }
   bool try_rans = params.coder != Coder::huffman;
   bool try_huff = params.coder != Coder::rans;
@@ -193,8 +180,8 @@ void choose(const std::uint8_t* p, std::size_t m, const EncodeParams& params,
       params.coder == Coder::automatic ? std::min(params.min_gain_permille, 1000u) : 50u;
   ChunkMode mode = ChunkMode::raw;
   const std::vector<std::uint8_t>* coded = nullptr;
-  if (m >= kEstimateFrom &&
-      !estimate_choice(counts, m, params, zstd, zstd_len, &try_rans, &try_huff)) {
+  if (uniform || (m >= kEstimateFrom &&
+                  !estimate_choice(counts, m, params, zstd, zstd_len, &try_rans, &try_huff))) {
     if (zstd != nullptr && params.coder == Coder::automatic &&
         std::size_t(zstd_len) * 1000 < m * (1000 - permille))
       mode = ChunkMode::zstd;
@@ -238,6 +225,34 @@ void choose(const std::uint8_t* p, std::size_t m, const EncodeParams& params,
     out->data = p;
     out->length = m;
   }
+}
+
+// The planes of chunk c: for element input split (and reordered) into this
+// thread's scratch, else where they lie in the input.
+struct ChunkPlanes {
+  const std::uint8_t* scratch = nullptr;  // null: the input holds planes
+  const std::uint8_t* in;
+  std::uint64_t n;
+  std::size_t first, m;
+  const std::uint8_t* plane(unsigned j) const {
+    return scratch ? scratch + std::size_t(j) * m : in + j * n + first;
+  }
+};
+
+ChunkPlanes chunk_planes(const EncodeParams& p, const std::uint8_t* in, std::uint64_t n,
+                         std::size_t c, const detail::RangeKernels& kern) {
+  ChunkPlanes cp{nullptr, in, n, c << kChunkLog2, chunk_symbols(n, c)};
+  const unsigned k = p.planes;
+  if (p.elements && k > 1) {
+    std::uint8_t* scratch = scratch_buffer(k * cp.m);
+    kern.split(scratch, in + cp.first * k, cp.m, 0, cp.m, k, p.layout);
+    cp.scratch = scratch;
+  } else if (p.elements && p.layout != Layout::none) {
+    std::uint8_t* scratch = scratch_buffer(cp.m);
+    kern.reorder(scratch, in + cp.first, 0, cp.m, p.layout, false);
+    cp.scratch = scratch;
+  }
+  return cp;
 }
 
 bool check_params(const EncodeParams& p, std::size_t src_len, Error* err) {
@@ -291,22 +306,14 @@ Status frame_encode(void* dst, std::size_t dst_cap, std::size_t* written, const 
   const int sub_threads = chunks < static_cast<std::size_t>(workers) ? workers : 1;
 
   parallel_for(chunks, params.threads, [&](std::size_t c) {
-    const std::size_t m = chunk_symbols(n, c);
-    const std::size_t first = c << kChunkLog2;
-    std::uint8_t* scratch = nullptr;
-    if (params.elements && k > 1) {
-      scratch = scratch_buffer(k * m);
-      kern.split(scratch, in + first * k, m, 0, m, k, params.layout);
-    } else if (params.elements && params.layout != Layout::none) {
-      scratch = scratch_buffer(m);
-      kern.reorder(scratch, in + first, 0, m, params.layout, false);
-    }
+    const ChunkPlanes cp = chunk_planes(params, in, n, c, kern);
+    const std::size_t m = cp.m;
     for (unsigned j = 0; j < k; ++j) {
-      const std::uint8_t* p = scratch ? scratch + std::size_t(j) * m : in + j * n + first;
+      const std::uint8_t* p = cp.plane(j);
       const std::size_t idx = std::size_t(j) * chunks + c;
       const std::uint8_t* z = zstd.data ? zstd.data[idx] : nullptr;
       const std::uint32_t zl = z ? zstd.size[idx] : 0;
-      choose(p, m, params, z, zl, scratch != nullptr, slots + j * n + first, sub_threads,
+      choose(p, m, params, z, zl, cp.scratch != nullptr, slots + j * n + cp.first, sub_threads,
              &out[idx]);
       if (params.checksum) out[idx].crc = crc32c(0, p, m);
     }
@@ -406,18 +413,10 @@ Status frame_zstd_plan(const void* src, std::size_t src_len, const EncodeParams&
   std::vector<char> flags(std::size_t(k) * chunks, 0);
   const detail::RangeKernels& kern = detail::active_kernels();
   parallel_for(chunks, p.threads, [&](std::size_t c) {
-    const std::size_t m = chunk_symbols(n, c);
-    const std::size_t first = c << kChunkLog2;
-    std::uint8_t* scratch = nullptr;
-    if (p.elements && k > 1) {
-      scratch = scratch_buffer(k * m);
-      kern.split(scratch, in + first * k, m, 0, m, k, p.layout);
-    } else if (p.elements && p.layout != Layout::none) {
-      scratch = scratch_buffer(m);
-      kern.reorder(scratch, in + first, 0, m, p.layout, false);
-    }
+    const ChunkPlanes cp = chunk_planes(p, in, n, c, kern);
+    const std::size_t m = cp.m;
     for (unsigned j = 0; j < k; ++j) {
-      const std::uint8_t* q = scratch ? scratch + std::size_t(j) * m : in + j * n + first;
+      const std::uint8_t* q = cp.plane(j);
       const std::size_t idx = std::size_t(j) * chunks + c;
       if (m < kZstdAlwaysBelow || has_long_repeats(q, m)) {
         flags[idx] = 1;
