@@ -113,13 +113,17 @@ def test_auto_offers_zstd_only_chunks_with_long_repeats() -> None:
     skew, noise = skewed(1 << 18), rng.integers(0, 256, 1 << 18, np.uint8)
     small = skewed(1000)
     for data, offered in ((repeated, True), (skew, False), (noise, False), (small, True)):
-        pieces = _core.frame_zstd_plan(data, planes=1)
-        assert (pieces[0] is not None) == offered
-        if offered:  # the plane bytes themselves
-            assert pieces[0] == data.tobytes()
+        # With probe_zstd, a frame when no chunk is worth a zstd trial, else
+        # the plan: the plane bytes of those chunks (None for the others).
+        got = _core.frame_encode(data, planes=1, coder="auto", probe_zstd=True)
+        assert isinstance(got, list) == offered
+        if offered:
+            assert got == [data.tobytes()]
+        else:
+            assert got == _core.frame_encode(data, planes=1, coder="auto")
     # Fused elements: the pieces are the split planes, as the frame codes them.
     elems = np.stack([repeated, noise], axis=1).reshape(-1)
-    pieces = _core.frame_zstd_plan(elems, planes=2, elements=True)
+    pieces = _core.frame_encode(elems, planes=2, coder="auto", elements=True, probe_zstd=True)
     assert pieces[0] == repeated.tobytes() and pieces[1] is None
     frame = NumcodecsAuto(planes=2).encode(np.concatenate([repeated, noise]))
     assert [c[2] for c in frame_info(frame)["chunks"]] == ["zstd", "raw"]

@@ -139,10 +139,23 @@ const char* mode_name(nnc::ChunkMode m) {
   return "?";
 }
 
-py::bytes frame_encode(py::handle src, unsigned planes, const std::string& coder,
-                       unsigned precision, unsigned subblock_log2, bool checksum,
-                       const std::string& layout, bool elements, int threads, py::object zstd,
-                       unsigned min_gain_permille) {
+// The pieces of a zstd plan as a list: plane bytes (bytes) or None.
+py::list plan_list(const std::vector<std::vector<std::uint8_t>>& pieces,
+                   const std::vector<bool>& wanted) {
+  py::list out;
+  for (std::size_t i = 0; i < pieces.size(); ++i) {
+    if (wanted[i])
+      out.append(py::bytes(reinterpret_cast<const char*>(pieces[i].data()), pieces[i].size()));
+    else
+      out.append(py::none());
+  }
+  return out;
+}
+
+py::object frame_encode(py::handle src, unsigned planes, const std::string& coder,
+                        unsigned precision, unsigned subblock_log2, bool checksum,
+                        const std::string& layout, bool elements, int threads, py::object zstd,
+                        unsigned min_gain_permille, bool probe_zstd) {
   nnc::EncodeParams params;
   params.coder = parse_coder(coder);
   params.planes = planes;
@@ -188,48 +201,20 @@ py::bytes frame_encode(py::handle src, unsigned planes, const std::string& coder
   nnc::Error err;
   std::size_t written = 0;
   nnc::Status st;
+  nnc::ZstdProbe probe;
   {
     py::gil_scoped_release release;
     st = nnc::frame_encode(PyBytes_AS_STRING(raw), bound, &written, in.data(), in.size(), params,
-                           ext, &err);
+                           ext, &err, probe_zstd ? &probe : nullptr);
   }
   if (st != nnc::Status::ok) raise_error(err, "frame_encode");
+  if (probe.any) return plan_list(probe.pieces, probe.wanted);
   if (_PyBytes_Resize(&raw, static_cast<Py_ssize_t>(written)) != 0) {
     out.release();
     throw py::error_already_set();
   }
   out.release();
   return py::reinterpret_steal<py::bytes>(raw);
-}
-
-// Auto's zstd plan: a list with, per (plane, chunk), the plane bytes to try
-// zstd on (bytes) or None.
-py::list frame_zstd_plan(py::handle src, unsigned planes, const std::string& layout,
-                         bool elements, int threads) {
-  nnc::EncodeParams params;
-  params.coder = nnc::Coder::automatic;
-  params.planes = planes;
-  params.layout = parse_layout(layout, "frame_zstd_plan");
-  params.elements = elements;
-  params.threads = threads;
-  Buffer in(src, false, "frame_zstd_plan", "src");
-  std::vector<std::vector<std::uint8_t>> pieces;
-  std::vector<bool> wanted;
-  nnc::Error err;
-  nnc::Status st;
-  {
-    py::gil_scoped_release release;
-    st = nnc::frame_zstd_plan(in.data(), in.size(), params, &pieces, &wanted, &err);
-  }
-  if (st != nnc::Status::ok) raise_error(err, "frame_zstd_plan");
-  py::list out;
-  for (std::size_t i = 0; i < pieces.size(); ++i) {
-    if (wanted[i])
-      out.append(py::bytes(reinterpret_cast<const char*>(pieces[i].data()), pieces[i].size()));
-    else
-      out.append(py::none());
-  }
-  return out;
 }
 
 py::dict frame_info(py::handle src, std::uint64_t max_decoded) {
@@ -352,10 +337,9 @@ PYBIND11_MODULE(_core, m) {
         py::arg("coder") = "rans", py::arg("precision") = 11, py::arg("subblock_log2") = 16,
         py::arg("checksum") = true, py::arg("layout") = "none", py::arg("elements") = false,
         py::arg("threads") = 0, py::arg("zstd") = py::none(), py::arg("min_gain_permille") = 0,
-        "Encode planes (or elements, with the split fused in) into a frame.");
-  m.def("frame_zstd_plan", &frame_zstd_plan, py::arg("src"), py::arg("planes") = 1,
-        py::arg("layout") = "none", py::arg("elements") = false, py::arg("threads") = 0,
-        "Per (plane, chunk): the plane bytes auto should try zstd on, or None.");
+        py::arg("probe_zstd") = false,
+        "Encode planes (or elements, with the split fused in) into a frame. With probe_zstd "
+        "(coder auto, no candidates): the zstd plan instead, when any chunk is worth a trial.");
   m.def("frame_info", &frame_info, py::arg("src"), py::arg("max_decoded"),
         "Parse and check a frame's header and chunk index.");
   m.def("frame_summary", &frame_summary, py::arg("src"), py::arg("max_decoded"),

@@ -3,6 +3,7 @@
 // reorder run fused, chunk by chunk, so full-size planes never exist.
 // Byte layout: docs/format.md ("Frame").
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <memory>
 
@@ -282,9 +283,13 @@ std::size_t frame_bound(std::size_t src_len, unsigned planes) {
   return kFixedHeader + 10 + 4 + std::size_t(planes) * chunk_count(n) * 6 + src_len;
 }
 
+namespace {
+bool wants_zstd(const std::uint8_t* q, std::size_t m);
+}  // namespace
+
 Status frame_encode(void* dst, std::size_t dst_cap, std::size_t* written, const void* src,
                     std::size_t src_len, const EncodeParams& params, const External& zstd,
-                    Error* err) {
+                    Error* err, ZstdProbe* probe) {
   *written = 0;
   if (!check_params(params, src_len, err)) return err->status;
   const unsigned k = params.planes;
@@ -305,9 +310,28 @@ Status frame_encode(void* dst, std::size_t dst_cap, std::size_t* written, const 
   const int workers = resolve_threads(params.threads);
   const int sub_threads = chunks < static_cast<std::size_t>(workers) ? workers : 1;
 
+  const bool probing =
+      probe != nullptr && params.coder == Coder::automatic && zstd.data == nullptr;
+  std::vector<char> flagged(probing ? std::size_t(k) * chunks : 0, 0);
+  std::atomic<bool> any_flagged{false};
+  if (probing) probe->pieces.assign(std::size_t(k) * chunks, {});
+
   parallel_for(chunks, params.threads, [&](std::size_t c) {
     const ChunkPlanes cp = chunk_planes(params, in, n, c, kern);
     const std::size_t m = cp.m;
+    if (probing) {
+      for (unsigned j = 0; j < k; ++j) {
+        const std::uint8_t* p = cp.plane(j);
+        const std::size_t idx = std::size_t(j) * chunks + c;
+        if (wants_zstd(p, m)) {
+          flagged[idx] = 1;
+          probe->pieces[idx].assign(p, p + m);
+          any_flagged.store(true, std::memory_order_relaxed);
+        }
+      }
+      // Once a chunk wants zstd this frame is thrown away: only probe on.
+      if (any_flagged.load(std::memory_order_relaxed)) return;
+    }
     for (unsigned j = 0; j < k; ++j) {
       const std::uint8_t* p = cp.plane(j);
       const std::size_t idx = std::size_t(j) * chunks + c;
@@ -318,6 +342,13 @@ Status frame_encode(void* dst, std::size_t dst_cap, std::size_t* written, const 
       if (params.checksum) out[idx].crc = crc32c(0, p, m);
     }
   });
+
+  if (probing) {
+    probe->wanted.assign(flagged.size(), false);
+    for (std::size_t i = 0; i < flagged.size(); ++i) probe->wanted[i] = flagged[i] != 0;
+    probe->any = std::find(flagged.begin(), flagged.end(), 1) != flagged.end();
+    if (probe->any) return Status::ok;  // *written stays 0: encode again with candidates
+  }
 
   std::uint32_t crc = 0;
   std::size_t index_len = 0, payload_len = 0;
@@ -396,37 +427,11 @@ bool has_long_repeats(const std::uint8_t* p, std::size_t m) {
   return hits * 4 * 32 >= m;
 }
 
-}  // namespace
-
-Status frame_zstd_plan(const void* src, std::size_t src_len, const EncodeParams& params,
-                       std::vector<std::vector<std::uint8_t>>* pieces, std::vector<bool>* wanted,
-                       Error* err) {
-  EncodeParams p = params;
-  p.coder = Coder::automatic;
-  if (!check_params(p, src_len, err)) return err->status;
-  const unsigned k = p.planes;
-  const std::uint64_t n = src_len / k;
-  const std::size_t chunks = chunk_count(n);
-  const auto* in = static_cast<const std::uint8_t*>(src);
-  pieces->assign(std::size_t(k) * chunks, {});
-  wanted->assign(std::size_t(k) * chunks, false);
-  std::vector<char> flags(std::size_t(k) * chunks, 0);
-  const detail::RangeKernels& kern = detail::active_kernels();
-  parallel_for(chunks, p.threads, [&](std::size_t c) {
-    const ChunkPlanes cp = chunk_planes(p, in, n, c, kern);
-    const std::size_t m = cp.m;
-    for (unsigned j = 0; j < k; ++j) {
-      const std::uint8_t* q = cp.plane(j);
-      const std::size_t idx = std::size_t(j) * chunks + c;
-      if (m < kZstdAlwaysBelow || has_long_repeats(q, m)) {
-        flags[idx] = 1;
-        (*pieces)[idx].assign(q, q + m);
-      }
-    }
-  });
-  for (std::size_t i = 0; i < flags.size(); ++i) (*wanted)[i] = flags[i] != 0;
-  return Status::ok;
+bool wants_zstd(const std::uint8_t* q, std::size_t m) {
+  return m < kZstdAlwaysBelow || has_long_repeats(q, m);
 }
+
+}  // namespace
 
 Status frame_info(const void* src, std::size_t src_len, std::uint64_t max_decoded,
                   FrameInfo* info, Error* err) {

@@ -57,18 +57,22 @@ struct External {
 // Worst-case frame size for src_len bytes of `planes` planes.
 std::size_t frame_bound(std::size_t src_len, unsigned planes);
 
+// Auto's zstd plan from frame_encode: with `probe` given (coder auto, no
+// zstd candidates), each (plane, chunk) is also checked for zstd: chunks
+// under 2^14 symbols always are worth a trial, larger ones when a quick
+// search finds long repeats, which order-0 coders cannot use. If any is, no frame is written
+// (*written = 0, probe->any set) and probe->pieces holds their plane bytes,
+// to be compressed and passed back as candidates. Most tensors have none,
+// and then this costs no second pass over the input.
+struct ZstdProbe {
+  std::vector<std::vector<std::uint8_t>> pieces;
+  std::vector<bool> wanted;
+  bool any = false;
+};
+
 Status frame_encode(void* dst, std::size_t dst_cap, std::size_t* written, const void* src,
                     std::size_t src_len, const EncodeParams& params, const External& zstd,
-                    Error* err);
-
-// Auto's zstd plan: which (plane, chunk) pieces are worth a zstd trial, in
-// index order; those get a copy of their plane bytes in `pieces` (the others
-// stay empty). Small chunks always are (a table weighs much there); larger
-// ones when a quick search finds long repeats, which order-0 coders cannot
-// use. Only settings planes, layout, elements and threads matter.
-Status frame_zstd_plan(const void* src, std::size_t src_len, const EncodeParams& params,
-                       std::vector<std::vector<std::uint8_t>>* pieces, std::vector<bool>* wanted,
-                       Error* err);
+                    Error* err, ZstdProbe* probe = nullptr);
 
 struct ChunkRef {
   ChunkMode mode;

@@ -138,28 +138,23 @@ def _zstd_params(level: int, size: int) -> Any:
     )
 
 
-def _zstd_candidates(
-    data: np.ndarray, k: int, level: int, threads: int, elements: bool, layout: str
-) -> list[bytes | None]:
-    """zstd of the (plane, chunk) pieces worth a trial, in index order (None elsewhere).
+def _compress_pieces(pieces: list[bytes | None], level: int, threads: int) -> list[bytes | None]:
+    """zstd of the (plane, chunk) pieces of a plan, in index order (None elsewhere).
 
-    The C++ plan picks them: every small chunk, and larger ones in which a
-    quick search finds long repeats (see ``frame_zstd_plan``); on other
-    chunks an order-0 coder beats zstd and the trial would be wasted work.
+    The C++ probe picks them: every small chunk, and larger ones in which a
+    quick search finds long repeats (docs/format.md); on other chunks an
+    order-0 coder beats zstd and the trial would be wasted work.
     """
-    pieces = _core.frame_zstd_plan(
-        data, planes=k, layout=layout, elements=elements, threads=threads
-    )
     work = [i for i, piece in enumerate(pieces) if piece is not None]
 
     def compress(i: int) -> bytes:
-        # One compressor per call: they are not shared between threads.
         piece = pieces[i]
         return _compressor(level, len(piece)).compress(piece)
 
     out: list[bytes | None] = [None] * len(pieces)
     if len(work) > 1 and threads > 1 and sum(len(pieces[i]) for i in work) >= 1 << 20:
-        with ThreadPoolExecutor(min(threads, len(work))) as pool:  # zstd releases the GIL
+        # zstd releases the GIL; each worker thread keeps its own compressors.
+        with ThreadPoolExecutor(min(threads, len(work))) as pool:
             for i, z in zip(work, pool.map(compress, work), strict=True):
                 out[i] = z
     else:
@@ -191,28 +186,31 @@ def encode_frame(
     stored raw unless its best coder saves at least this fraction of it.
     """
     threads = threads or get_threads()
-    zstd = None
-    if coder == "auto" and data.nbytes > TINY_BYTES:
-        # Tiny inputs get the whole-input zstd trial below instead: zstd
-        # trials per chunk cost more there than they ever saved.
-        zstd = _zstd_candidates(data, planes, zstd_level, threads, elements, layout)
-    frame = _core.frame_encode(
-        data,
-        planes=planes,
-        coder=coder,
-        precision=precision,
-        subblock_log2=subblock_log2,
-        checksum=checksum,
-        layout=layout,
-        elements=elements,
-        threads=threads,
-        zstd=zstd,
-        min_gain_permille=round(min_gain * 1000),
-    )
+    settings = {
+        "planes": planes,
+        "coder": coder,
+        "precision": precision,
+        "subblock_log2": subblock_log2,
+        "checksum": checksum,
+        "layout": layout,
+        "elements": elements,
+        "threads": threads,
+        "min_gain_permille": round(min_gain * 1000),
+    }
+    # auto probes for zstd while it encodes (tiny inputs get the whole-input
+    # trial below instead: trials per chunk cost more there than they save).
+    # When a chunk is worth a trial, the probe returns the plan instead of a
+    # frame: zstd runs on those chunks and the frame is made again with them.
+    probe = coder == "auto" and data.nbytes > TINY_BYTES
+    frame = _core.frame_encode(data, probe_zstd=probe, **settings)
+    planned = isinstance(frame, list)
+    if planned:
+        zstd = _compress_pieces(frame, zstd_level, threads)
+        frame = _core.frame_encode(data, zstd=zstd, **settings)
     if (
         coder == "auto"
         and data.nbytes <= WHOLE_ZSTD_LIMIT
-        and (data.nbytes <= TINY_BYTES or any(z is not None for z in zstd or ()))
+        and (data.nbytes <= TINY_BYTES or planned)
     ):
         # A small input may do better as one zstd frame, which costs no
         # header, index or chunk lengths of ours (see docs/format.md); worth
