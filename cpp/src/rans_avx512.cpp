@@ -70,22 +70,8 @@ bool rans_avx512_available() {
          __builtin_cpu_supports("popcnt");
 }
 
-NNC_AVX512 static void decode_steps_local(RansLanes* blocks, std::size_t count,
-                                          const std::uint32_t* table, unsigned precision);
-
 NNC_AVX512 void rans_decode_steps_avx512(RansLanes* blocks, std::size_t count,
                                          const std::uint32_t* table, unsigned precision) {
-  // Work on local copies: the symbol stores go through a byte pointer, which
-  // may alias anything reachable, so fields read through `blocks` would be
-  // reloaded after every store; locals whose address never escapes are not.
-  RansLanes local[4];
-  for (std::size_t i = 0; i < count; ++i) local[i] = blocks[i];
-  decode_steps_local(local, count, table, precision);
-  for (std::size_t i = 0; i < count; ++i) blocks[i] = local[i];
-}
-
-NNC_AVX512 static void decode_steps_local(RansLanes* blocks, std::size_t count,
-                                          const std::uint32_t* table, unsigned precision) {
   Consts512 k;
   k.mask = _mm512_set1_epi32((1 << precision) - 1);
   k.low = _mm512_set1_epi32(static_cast<int>(rans::kStateLow));

@@ -110,7 +110,7 @@ def _compressor(level: int, size: int, whole: bool = False, checksum: bool = Fal
     if c is None:
         if len(cache) >= 64:
             cache.clear()
-        params = _whole_params(level, size, checksum) if whole else _zstd_params(level, size)
+        params = _zstd_params(level, size, whole, checksum)
         c = cache[key] = zstandard.ZstdCompressor(compression_params=params)
     return c
 
@@ -125,15 +125,16 @@ def _decompressor() -> Any:
     return d
 
 
-def _zstd_params(level: int, size: int) -> Any:
-    """zstd frames as nncodecs stores them: no magic, size, checksum or dictionary id
-    (the frame's chunk index and CRC32C already say all that)."""
+def _zstd_params(level: int, size: int, whole: bool = False, checksum: bool = False) -> Any:
+    """zstd frames as nncodecs stores them: magicless, no dictionary id. A chunk's
+    frame has no size or checksum either (the chunk index and CRC32C say that);
+    the whole-input kind has its content size, and zstd's checksum if asked."""
     return zstandard.ZstdCompressionParameters.from_level(
         level,
         source_size=size,
         format=zstandard.FORMAT_ZSTD1_MAGICLESS,
-        write_content_size=False,
-        write_checksum=False,
+        write_content_size=whole,
+        write_checksum=whole and checksum,
         write_dict_id=False,
     )
 
@@ -228,17 +229,6 @@ def encode_frame(
         if len(whole) < len(frame):
             return whole
     return frame
-
-
-def _whole_params(level: int, size: int, checksum: bool) -> Any:
-    return zstandard.ZstdCompressionParameters.from_level(
-        level,
-        source_size=size,
-        format=zstandard.FORMAT_ZSTD1_MAGICLESS,
-        write_content_size=True,
-        write_checksum=checksum,
-        write_dict_id=False,
-    )
 
 
 def _whole_zstd(data: np.ndarray, level: int, checksum: bool) -> bytes:

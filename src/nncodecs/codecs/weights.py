@@ -87,24 +87,32 @@ def encode_weights(arr: Any, settings: dict[str, Any], threads: int | None = Non
 
 
 def decode_weights(
-    buf: Any, dtype: Any, count: int, out: Any = None, threads: int | None = None
+    buf: Any, dtype: Any, count: int | None, out: Any = None, threads: int | None = None
 ) -> Any:
-    """Elements of ``dtype`` (a flat array, or ``out``) from a frame of ``count`` elements."""
+    """Elements of ``dtype`` (a flat array, or ``out``) from a frame of ``count`` elements
+    (``None``: as many as the frame holds)."""
     target = normalize_dtype(dtype)
-    nbytes = count * target.itemsize
     native = native_dtype(target)
+    settings = {
+        "elements": True,
+        "layout": float_layout(target),
+        "planes": target.itemsize,
+        "threads": threads,
+    }
+    if count is None:
+        if out is None and native == target:
+            # One pass over the frame's header: decode_frame sizes the output.
+            raw = decode_frame(buf, **settings)
+            if raw.nbytes % target.itemsize:
+                raise CorruptDataError(
+                    f"{CODEC_ID}: {raw.nbytes} decoded bytes are not whole {target}"
+                )
+            return raw.view(target)
+        count = frame_decoded_len(buf) // target.itemsize
     dest = out
     if out is None or native != target:
         dest = np.empty(count, dtype=native)
-    decode_frame(
-        buf,
-        out=dest,
-        max_decoded=nbytes,
-        elements=True,
-        layout=float_layout(target),
-        planes=target.itemsize,
-        threads=threads,
-    )
+    decode_frame(buf, out=dest, max_decoded=count * target.itemsize, **settings)
     if native != target:
         dest = dest.astype(target)
         return dest if out is None else ndarray_copy(dest, out)
@@ -181,23 +189,7 @@ class NumcodecsWeights(NumcodecsParams, Codec):
                 )
             decode_weights(buf, dtype, count, out=out, threads=self.threads)
             return out
-        target = normalize_dtype(dtype)
-        if native_dtype(target) == target:
-            # One pass over the frame's header: decode_frame sizes the output.
-            raw = decode_frame(
-                buf,
-                elements=True,
-                layout=float_layout(target),
-                planes=itemsize,
-                threads=self.threads,
-            )
-            if raw.nbytes % itemsize:
-                raise CorruptDataError(
-                    f"{CODEC_ID}: {raw.nbytes} decoded bytes are not whole {dtype}"
-                )
-            return raw.view(target)
-        count = frame_decoded_len(buf) // itemsize
-        return decode_weights(buf, dtype, count, threads=self.threads)
+        return decode_weights(buf, dtype, None, threads=self.threads)
 
 
 @dataclass(frozen=True)

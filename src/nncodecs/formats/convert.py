@@ -208,11 +208,12 @@ def _one_malloc_arena() -> None:
     Zarr encodes and decodes chunks on a pool of threads, and glibc gives
     each thread an arena of its own that keeps what was freed in it, so a
     model streamed tensor by tensor held several tensors' worth of freed
-    memory (measured on the 1 GiB generated model of benchmarks/compare.py,
-    largest tensor 32 MiB: peaks of 106-138 / 118-122 MiB above the start
-    compressing / decompressing, 93-103 / 83-88 MiB with one arena, at the
-    same speed; returning large blocks to the system instead cost 20-75% of
-    the speed). It applies
+    memory (measured with a one-off script on the 1 GiB generated model of
+    benchmarks/compare.py, largest tensor 32 MiB, before the Writer's slab
+    writes: peaks of 106-138 / 118-122 MiB above the start compressing /
+    decompressing, 93-103 / 83-88 MiB with one arena, at the same speed;
+    returning large blocks to the system instead cost 20-75% of the speed).
+    It applies
     to arenas made from now on, for the rest of the process; elsewhere than
     glibc it does nothing.
     """

@@ -18,37 +18,43 @@ __all__ = ["containers_to_snapshot", "load_model", "snapshot_to_containers"]
 SUFFIX = ".zarr.zip"
 
 
+def _mirror(source: Path, out: Path, convert: Any) -> Path:
+    """Copy a directory tree; ``convert(file, target)`` handles a file and returns
+    True, or returns False and the file is copied as it is."""
+    out.mkdir(parents=True, exist_ok=True)
+    for file in sorted(source.rglob("*")):
+        if not file.is_file():
+            continue
+        target = out / file.relative_to(source)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if not convert(file, target):
+            shutil.copy2(file, target)
+    return out
+
+
 def snapshot_to_containers(snapshot: str | Path, out: str | Path, codec: str = "auto") -> Path:
     """Copy a snapshot directory with each ``*.safetensors`` file as a container
     (``name.safetensors.zarr.zip``); every other file is copied as it is."""
-    snapshot, out = Path(snapshot), Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    for file in sorted(snapshot.rglob("*")):
-        if not file.is_file():
-            continue
-        target = out / file.relative_to(snapshot)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if file.suffix == ".safetensors":
-            compress(file, target.with_name(target.name + SUFFIX), codec=codec)
-        else:
-            shutil.copy2(file, target)
-    return out
+
+    def convert(file: Path, target: Path) -> bool:
+        if file.suffix != ".safetensors":
+            return False
+        compress(file, target.with_name(target.name + SUFFIX), codec=codec)
+        return True
+
+    return _mirror(Path(snapshot), Path(out), convert)
 
 
 def containers_to_snapshot(directory: str | Path, out: str | Path) -> Path:
     """The inverse of :func:`snapshot_to_containers`: the original files, byte for byte."""
-    directory, out = Path(directory), Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    for file in sorted(directory.rglob("*")):
-        if not file.is_file():
-            continue
-        target = out / file.relative_to(directory)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if file.name.endswith(".safetensors" + SUFFIX):
-            decompress(file, target.with_name(target.name[: -len(SUFFIX)]))
-        else:
-            shutil.copy2(file, target)
-    return out
+
+    def convert(file: Path, target: Path) -> bool:
+        if not file.name.endswith(".safetensors" + SUFFIX):
+            return False
+        decompress(file, target.with_name(target.name[: -len(SUFFIX)]))
+        return True
+
+    return _mirror(Path(directory), Path(out), convert)
 
 
 def load_model(container: str | Path, config_dir: str | Path, model_class: Any = None) -> Any:
