@@ -546,12 +546,34 @@ void where(Error* e, const ChunkRef& r) {
 
 namespace {
 
+#if defined(__linux__)
+// Whether at least 7/8 of the pages in [begin, end) (page aligned) are
+// resident, by mincore() in pieces of 64 Ki pages. False when it cannot tell.
+bool mostly_resident(std::uintptr_t begin, std::uintptr_t end) {
+  constexpr std::size_t kPage = 4096, kBatch = 65536;
+  unsigned char vec[kBatch];
+  std::size_t resident = 0;
+  const std::size_t pages = (end - begin) / kPage;
+  for (std::size_t at = 0; at < pages; at += kBatch) {
+    const std::size_t n = std::min(kBatch, pages - at);
+    if (mincore(reinterpret_cast<void*>(begin + at * kPage), n * kPage, vec) != 0) return false;
+    for (std::size_t i = 0; i < n; ++i) resident += vec[i] & 1u;
+  }
+  return resident * 8 >= pages * 7;
+}
+#endif
+
 // Fault a large output in with one call before the threads write it. A fresh
 // allocation is otherwise faulted in page by page from the decoding threads,
 // which contend in the kernel: measured on 32 MiB bfloat16 tensors with 2
 // threads, 3.2 GB/s decoded into fresh memory, 5.0 GB/s with this, 7.2 into
 // memory already faulted in. Linux 5.14+ (MADV_POPULATE_WRITE); elsewhere,
 // or when refused, the pages fault in as before.
+//
+// Memory malloc hands back again (an output array of the same size as the
+// last one, freed) is mostly resident already, and populating it still walks
+// every page (a 1.2 MiB bfloat16 tensor: 183 -> 140 us with 2 threads when
+// skipped), so mincore() asks first and resident ranges are left alone.
 void prefault(std::uint8_t* p, std::uint64_t len) {
 #if defined(__linux__)
   constexpr int kPopulateWrite = 23;  // MADV_POPULATE_WRITE
@@ -559,13 +581,14 @@ void prefault(std::uint8_t* p, std::uint64_t len) {
   const std::uintptr_t page = 4096;
   const std::uintptr_t begin = (reinterpret_cast<std::uintptr_t>(p) + page - 1) & ~(page - 1);
   const std::uintptr_t end = (reinterpret_cast<std::uintptr_t>(p) + len) & ~(page - 1);
-  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, kPopulateWrite);
+  if (end <= begin) return;
+  if (mostly_resident(begin, end)) return;
+  madvise(reinterpret_cast<void*>(begin), end - begin, kPopulateWrite);
 #else
   (void)p;
   (void)len;
 #endif
 }
-
 }  // namespace
 
 Status frame_decode(void* dst, std::size_t dst_cap, const void* src, std::size_t src_len,

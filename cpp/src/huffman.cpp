@@ -208,9 +208,9 @@ bool huffman_decode_chunk(std::uint8_t* dst, std::size_t m, const std::uint8_t* 
   if (present < 2 || len < table_len)
     return fail(err, Status::corrupt, "Huffman chunk: table of %u symbols in %zu bytes", present,
                 len);
-  const std::uint32_t cap = 1u << kHuffmanMaxBits;
+  std::uint32_t cap = 1u << kHuffmanMaxBits;
   std::uint32_t kraft = 0;
-  unsigned k = 0;
+  unsigned k = 0, longest = 0;
   for (int s = 0; s < 256; ++s) {
     if (!((src[s / 8] >> (s % 8)) & 1u)) continue;
     const unsigned l = (src[32 + k / 2] >> (4 * (k % 2))) & 0xFu;
@@ -219,12 +219,16 @@ bool huffman_decode_chunk(std::uint8_t* dst, std::size_t m, const std::uint8_t* 
       return fail(err, Status::corrupt, "Huffman chunk: symbol %d has code length %u", s, l);
     lengths[s] = static_cast<std::uint8_t>(l);
     kraft += cap >> l;
+    longest = std::max(longest, l);
   }
   if (kraft > cap)
     return fail(err, Status::corrupt, "Huffman chunk: code lengths oversubscribe the code space");
   std::uint16_t codes[256];
   canonical_codes(lengths, codes);
   // Entry: symbol | length << 8; length 0 marks a code that does not exist.
+  // The table spans the longest code only (its build costs more than
+  // decoding a small chunk: 2^11 entries for a 384-symbol bias otherwise).
+  cap = 1u << longest;
   std::vector<std::uint16_t> table(cap, 0);
   for (int s = 0; s < 256; ++s) {
     const unsigned l = lengths[s];

@@ -293,6 +293,8 @@ def frame_decoded_len(buf: Any) -> int:
 
 
 def _source(buf: Any) -> np.ndarray:
+    if type(buf) is bytes:  # the common case, without as_array's checks
+        return np.frombuffer(buf, dtype=np.uint8)
     arr = as_array(buf)
     return np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
 
@@ -324,6 +326,12 @@ def decode_frame(
         limit = min(limit, arr.nbytes)
     if src[:4].tobytes() == WHOLE_MAGIC:
         return _decode_whole(src, limit, target, out, elements, layout, planes)
+    threads = threads or get_threads()
+    if out is None:
+        # One call sizes, allocates and decodes (None: zstd chunks to decode first).
+        new = _core.frame_decode_new(src, limit, layout, elements, threads)
+        if new is not None:
+            return np.frombuffer(new, dtype=np.uint8)
     decoded_len, _, zstd_chunks = _core.frame_summary(src, limit)
     zstd_decoded = _decode_zstd_chunks(src, _core.frame_info(src, limit)) if zstd_chunks else None
     direct = target is not None
@@ -340,7 +348,7 @@ def decode_frame(
         layout=layout,
         elements=elements,
         zstd_decoded=zstd_decoded,
-        threads=threads or get_threads(),
+        threads=threads,
     )
     if out is not None and not direct:
         _copy_out(target, as_array(out))

@@ -25,6 +25,7 @@ Examples
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -86,16 +87,30 @@ def encode_weights(arr: Any, settings: dict[str, Any], threads: int | None = Non
     )
 
 
+def _element_types(dtype: Any) -> tuple[np.dtype, np.dtype, str]:
+    """(dtype, its native-order twin, kernel layout): looked up once per dtype."""
+    try:
+        return _element_types_cached(dtype)
+    except TypeError:  # unhashable, or not a dtype: the uncached call says which
+        target = normalize_dtype(dtype)
+        return target, native_dtype(target), float_layout(target)
+
+
+@functools.lru_cache(maxsize=64)
+def _element_types_cached(dtype: Any) -> tuple[np.dtype, np.dtype, str]:
+    target = normalize_dtype(dtype)
+    return target, native_dtype(target), float_layout(target)
+
+
 def decode_weights(
     buf: Any, dtype: Any, count: int | None, out: Any = None, threads: int | None = None
 ) -> Any:
     """Elements of ``dtype`` (a flat array, or ``out``) from a frame of ``count`` elements
     (``None``: as many as the frame holds)."""
-    target = normalize_dtype(dtype)
-    native = native_dtype(target)
+    target, native, layout = _element_types(dtype)
     settings = {
         "elements": True,
-        "layout": float_layout(target),
+        "layout": layout,
         "planes": target.itemsize,
         "threads": threads,
     }
@@ -180,8 +195,8 @@ class NumcodecsWeights(NumcodecsParams, Codec):
             if out is None:
                 raise ValueError(f"{CODEC_ID}: decoding needs dtype= in the codec or an out= array")
             dtype = dtype_name(as_array(out).dtype)
-        itemsize = normalize_dtype(dtype).itemsize
         if out is not None:
+            itemsize = normalize_dtype(dtype).itemsize
             count, rem = divmod(as_array(out).nbytes, itemsize)
             if rem:
                 raise ValueError(
