@@ -3,6 +3,8 @@
 from collections.abc import Buffer
 from typing import Literal
 
+import numpy as np
+
 Layout = Literal[
     "none", "float64", "float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"
 ]
@@ -67,7 +69,7 @@ def frame_decode_new(
     layout: Layout = "none",
     elements: bool = False,
     threads: int = 0,
-) -> bytearray | None: ...
+) -> np.ndarray | None: ...
 def crc32c(data: Buffer, crc: int = 0) -> int: ...
 def crc32c_combine(crc_a: int, crc_b: int, len_b: int) -> int: ...
 def rans_variants() -> list[str]: ...

@@ -331,7 +331,7 @@ def decode_frame(
         # One call sizes, allocates and decodes (None: zstd chunks to decode first).
         new = _core.frame_decode_new(src, limit, layout, elements, threads)
         if new is not None:
-            return np.frombuffer(new, dtype=np.uint8)
+            return new
     decoded_len, _, zstd_chunks = _core.frame_summary(src, limit)
     zstd_decoded = _decode_zstd_chunks(src, _core.frame_info(src, limit)) if zstd_chunks else None
     direct = target is not None
