@@ -390,7 +390,8 @@ PYBIND11_MODULE(_core, m) {
         if (!nnc::detail::set_rans_variant(v))
           throw py::value_error("rANS variant '" + name + "' is unknown or not available here");
       },
-      py::arg("name"), "Testing: force the rANS encoder's and decoder's SIMD variant (auto, scalar, avx2, avx512).");
+      py::arg("name"), "Testing: force the SIMD variant of the rANS encoder and decoder and of the decoder's "
+        "plane merge (auto, scalar, avx2, avx512).");
   m.def(
       "rans_variants",
       [] {

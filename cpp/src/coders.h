@@ -58,6 +58,11 @@ RansSimdKernel rans_simd_kernel();
 // The encoder's SIMD kernel under the same setting (nullptr: scalar).
 RansEncodeKernel rans_encode_kernel();
 bool set_rans_variant(int variant);
+// The decoder's plane merge, widest first; set_rans_variant forces it too
+// (scalar, AVX2 or AVX-512), so one switch tests every decoder kernel.
+using MergePtrsKernel = void (*)(std::uint8_t*, const std::uint8_t* const*, std::size_t,
+                                 std::size_t, Layout);
+MergePtrsKernel merge_ptrs_kernel();
 // Frequencies summing to 2^precision, each >= 1 where counts > 0 (>= 2 symbols present).
 void rans_normalize(const std::uint32_t counts[256], unsigned precision, std::uint32_t freqs[256]);
 

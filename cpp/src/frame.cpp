@@ -627,7 +627,7 @@ Status frame_decode(void* dst, std::size_t dst_cap, const void* src, std::size_t
                       info.decoded_len >= (std::uint64_t(8) << 20);
   const std::uint64_t head = staged ? (info.decoded_len / 8) & ~std::uint64_t(4095) : info.decoded_len;
   prefault(out, head);
-  const detail::RangeKernels& kern = detail::active_kernels();
+  const detail::MergePtrsKernel merge = detail::merge_ptrs_kernel();
   std::vector<Error> errors(info.chunks.size());
   std::vector<std::uint32_t> crcs(info.chunks.size(), 0);
   const bool fused = elements && (k > 1 || layout != Layout::none);
@@ -746,7 +746,7 @@ Status frame_decode(void* dst, std::size_t dst_cap, const void* src, std::size_t
           const std::size_t idx = std::size_t(j) * chunks + c;
           ptrs[j] = (view[idx] ? view[idx] : target(idx)) + off;
         }
-        kern.merge_ptrs(out + first * k, ptrs, len, k, layout);
+        merge(out + first * k, ptrs, len, k, layout);
       });
     }
   } else {
@@ -777,7 +777,7 @@ Status frame_decode(void* dst, std::size_t dst_cap, const void* src, std::size_t
           at[j] = ptrs[j] + off;
           if (info.has_checksum) crc[j] = crc32c(crc[j], at[j], len);
         }
-        kern.merge_ptrs(out + (first + off) * k, at, len, k, layout);
+        merge(out + (first + off) * k, at, len, k, layout);
       }
       for (unsigned j = 0; j < k; ++j) crcs[std::size_t(j) * chunks + c] = crc[j];
     });

@@ -8,6 +8,7 @@
 #include "nncodecs/threadpool.h"
 #include "nncodecs/rans_lane.h"
 #include "rans_simd.h"
+#include "transform_kernels.h"
 
 namespace nnc {
 namespace detail {
@@ -410,6 +411,19 @@ RansEncodeKernel rans_encode_kernel() {
     case 1:
     case 2: return nullptr;  // scalar: no AVX2 encoder (AVX2 has no compress to pack words)
     case 3: return rans_encode_steps_avx512;
+    default: return widest;
+  }
+}
+
+MergePtrsKernel merge_ptrs_kernel() {
+  static const MergePtrsKernel widest =
+      transform_avx512_available() ? merge_ptrs_avx512 : active_kernels().merge_ptrs;
+  switch (g_rans_variant.load(std::memory_order_relaxed)) {
+    case 1: return scalar_kernels.merge_ptrs;
+#ifdef NNC_HAVE_AVX2_KERNELS
+    case 2: return avx2_kernels.merge_ptrs;  // settable only where AVX2 runs
+    case 3: return merge_ptrs_avx512;        // settable only where AVX-512 BW runs
+#endif
     default: return widest;
   }
 }

@@ -32,5 +32,11 @@ const RangeKernels& active_kernels();
 extern const RangeKernels avx2_kernels;
 #endif
 
+// AVX-512 (F, BW) merge_ptrs for the decoder (64 elements a step; the rest
+// and 8-byte elements through the AVX2 kernel). Only where available.
+bool transform_avx512_available();
+void merge_ptrs_avx512(uint8_t* dst, const uint8_t* const* planes, std::size_t count,
+                       std::size_t elemsize, Layout layout);
+
 }  // namespace detail
 }  // namespace nnc
