@@ -404,25 +404,22 @@ constexpr std::size_t kZstdAlwaysBelow = std::size_t(1) << 14;
 
 // Whether at least 1/32 of a plane chunk lies in repeats of 8 bytes or more.
 // 8-byte words at every 4th position are hashed; a hit is a word equal to the
-// last one hashed into its bucket. It sees repeats whose distance is a
-// multiple of 4, as in tensors whose rows are (rows of most weights are); a
-// quarter of a pass over the chunk, where a zstd trial costs several passes.
+// last one hashed into its bucket (kept in the table itself: no reload from
+// the chunk, 1.5x faster; an all-ones word may count once on an empty
+// bucket). It sees repeats whose distance is a multiple of 4, as in tensors
+// whose rows are (rows of most weights are); a quarter of a pass over the
+// chunk, where a zstd trial costs several passes.
 bool has_long_repeats(const std::uint8_t* p, std::size_t m) {
   constexpr unsigned kBits = 12;
-  std::uint32_t table[1u << kBits];
-  std::memset(table, 0, sizeof(table));
+  std::uint64_t table[1u << kBits];
+  std::memset(table, 0xFF, sizeof(table));
   std::size_t hits = 0;
   for (std::size_t i = 0; i + 8 <= m; i += 4) {
     std::uint64_t v;
     std::memcpy(&v, p + i, 8);
     const std::uint32_t h = static_cast<std::uint32_t>((v * 0x9E3779B97F4A7C15ull) >> (64 - kBits));
-    const std::uint32_t c = table[h];
-    if (c) {
-      std::uint64_t u;
-      std::memcpy(&u, p + c - 1, 8);
-      hits += u == v;
-    }
-    table[h] = static_cast<std::uint32_t>(i + 1);
+    hits += table[h] == v;
+    table[h] = v;
   }
   return hits * 4 * 32 >= m;
 }
