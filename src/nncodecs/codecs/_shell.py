@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import os
 from typing import Any, ClassVar
 
@@ -50,7 +51,13 @@ def set_threads(threads: int | None) -> None:
 
 def get_threads() -> int:
     """Threads the kernels use on large buffers: the setting, or every core."""
-    return _threads or (os.cpu_count() or 1)
+    return _threads or _cores()
+
+
+@functools.cache
+def _cores() -> int:
+    # Asked once: os.cpu_count() reads sysfs (5 us, as long as decoding a bias).
+    return os.cpu_count() or 1
 
 
 def array_module(arr: Any) -> Any:
