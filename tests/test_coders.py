@@ -231,6 +231,36 @@ def test_threads_give_the_same_bytes(dtype: str, n: int, sb: int) -> None:
             assert same_bits(NumcodecsWeights(dtype=dtype, threads=t).decode(frame), arr)
 
 
+def test_small_tensor_decode_merges_every_chunk_kind() -> None:
+    # Fewer chunks than threads (the fine-grained decoder): a chunk whose
+    # planes are all raw (merged by a task of its own), one with two coded
+    # planes and a constant one (merged after every task), under every
+    # thread count and decoder variant.
+    from nncodecs import _core
+
+    rng = np.random.default_rng(5)
+    noise = rng.integers(0, 2**32, 1 << 18, dtype=np.uint64).astype(np.uint32)
+    # Exponent and top mantissa byte skewed, the two low bytes zero.
+    shaped = (rng.geometric(0.3, 100_000).astype(np.uint32) % 8 + 120) << 24
+    shaped |= (rng.geometric(0.2, 100_000).astype(np.uint32) % 16) << 16
+    arr = np.concatenate([noise, shaped]).view(np.float32)
+    frame = NumcodecsWeights(dtype="float32").encode(arr)
+    modes = {(c[0], c[1]): c[2] for c in frame_info(frame)["chunks"]}
+    assert {modes[(j, 0)] for j in range(4)} == {"raw"}
+    assert sum(modes[(j, 1)] in ("rans", "huffman") for j in range(4)) >= 2
+    assert "constant" in {modes[(j, 1)] for j in range(4)}
+    try:
+        for variant in _core.rans_variants():
+            _core._set_rans_variant(variant)
+            for t in (1, 2, 3, 4):
+                # Into a filled array: every element must be written.
+                out = np.full(arr.size, np.nan, np.float32)
+                NumcodecsWeights(dtype="float32", threads=t).decode(frame, out=out)
+                assert same_bits(out, arr), (variant, t)
+    finally:
+        _core._set_rans_variant("auto")
+
+
 CONFIG_CASES = [
     NumcodecsRans(),
     NumcodecsRans(planes=4, precision=12, subblock_log2=14, checksum=False),
