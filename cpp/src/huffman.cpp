@@ -70,24 +70,45 @@ void huffman_lengths(const std::uint32_t counts[256], unsigned max_bits, std::ui
 
 namespace {
 
-// Canonical codes, bit-reversed for least-significant-bit-first streams.
-void canonical_codes(const std::uint8_t lengths[256], std::uint16_t codes[256]) {
+// Bytes with their bits in reverse order.
+struct ByteReverse {
+  std::uint8_t r[256];
+  constexpr ByteReverse() : r() {
+    for (unsigned i = 0; i < 256; ++i) {
+      unsigned v = 0;
+      for (unsigned k = 0; k < 8; ++k) v |= ((i >> k) & 1u) << (7 - k);
+      r[i] = static_cast<std::uint8_t>(v);
+    }
+  }
+};
+constexpr ByteReverse kReverse;
+
+// Canonical codes, bit-reversed for least-significant-bit-first streams, of
+// the n symbols listed in syms (ascending, each with a length); the codes of
+// other symbols are left alone.
+void canonical_codes(const std::uint8_t lengths[256], const std::uint8_t* syms, unsigned n,
+                     std::uint16_t codes[256]) {
   unsigned count[32] = {0};
-  for (int s = 0; s < 256; ++s) ++count[lengths[s]];
-  count[0] = 0;
+  for (unsigned i = 0; i < n; ++i) ++count[lengths[syms[i]]];
   std::uint32_t next[32] = {0}, code = 0;
   for (unsigned len = 1; len < 32; ++len) {
     code = (code + count[len - 1]) << 1;
     next[len] = code;
   }
-  for (int s = 0; s < 256; ++s) {
-    const unsigned len = lengths[s];
-    codes[s] = 0;
-    if (!len) continue;
-    std::uint32_t c = next[len]++, r = 0;
-    for (unsigned k = 0; k < len; ++k) r |= ((c >> k) & 1u) << (len - 1 - k);
-    codes[s] = static_cast<std::uint16_t>(r);
+  for (unsigned i = 0; i < n; ++i) {
+    const unsigned len = lengths[syms[i]];
+    const std::uint32_t c = next[len]++;  // len <= 16 bits
+    const std::uint32_t r = (std::uint32_t(kReverse.r[c & 0xFF]) << 8) | kReverse.r[(c >> 8) & 0xFF];
+    codes[syms[i]] = static_cast<std::uint16_t>(r >> (16 - len));
   }
+}
+
+// The symbols with a code, ascending; returns how many.
+unsigned coded_symbols(const std::uint8_t lengths[256], std::uint8_t syms[256]) {
+  unsigned n = 0;
+  for (int s = 0; s < 256; ++s)
+    if (lengths[s]) syms[n++] = static_cast<std::uint8_t>(s);
+  return n;
 }
 
 struct BitWriter {
@@ -160,7 +181,8 @@ void huffman_encode_chunk(const std::uint8_t* src, std::size_t m, const std::uin
   std::uint8_t lengths[256];
   std::uint16_t codes[256];
   huffman_lengths(counts, kHuffmanMaxBits, lengths);
-  canonical_codes(lengths, codes);
+  std::uint8_t syms[256];
+  canonical_codes(lengths, syms, coded_symbols(lengths, syms), codes);
   // Table: presence map, then 4-bit lengths of present symbols, low nibble first.
   const std::size_t start = out->size();
   out->resize(start + 32, 0);
@@ -202,8 +224,10 @@ bool huffman_decode_chunk(std::uint8_t* dst, std::size_t m, const std::uint8_t* 
                           std::size_t len, unsigned subblock_log2, Error* err) {
   if (len < 32) return fail(err, Status::corrupt, "Huffman chunk: %zu bytes, no table", len);
   std::uint8_t lengths[256] = {0};
+  std::uint64_t map[4] = {0, 0, 0, 0};  // presence: symbol s is bit s % 64 of word s / 64
+  for (int i = 0; i < 32; ++i) map[i / 8] |= std::uint64_t(src[i]) << (8 * (i % 8));
   unsigned present = 0;
-  for (int s = 0; s < 256; ++s) present += (src[s / 8] >> (s % 8)) & 1u;
+  for (std::uint64_t word : map) present += static_cast<unsigned>(__builtin_popcountll(word));
   const std::size_t table_len = 32 + (present + 1) / 2;
   if (present < 2 || len < table_len)
     return fail(err, Status::corrupt, "Huffman chunk: table of %u symbols in %zu bytes", present,
@@ -211,32 +235,37 @@ bool huffman_decode_chunk(std::uint8_t* dst, std::size_t m, const std::uint8_t* 
   std::uint32_t cap = 1u << kHuffmanMaxBits;
   std::uint32_t kraft = 0;
   unsigned k = 0, longest = 0;
-  for (int s = 0; s < 256; ++s) {
-    if (!((src[s / 8] >> (s % 8)) & 1u)) continue;
-    const unsigned l = (src[32 + k / 2] >> (4 * (k % 2))) & 0xFu;
-    ++k;
-    if (l == 0 || l > kHuffmanMaxBits)
-      return fail(err, Status::corrupt, "Huffman chunk: symbol %d has code length %u", s, l);
-    lengths[s] = static_cast<std::uint8_t>(l);
-    kraft += cap >> l;
-    longest = std::max(longest, l);
-  }
+  std::uint8_t syms[256];
+  for (int wi = 0; wi < 4; ++wi)
+    for (std::uint64_t word = map[wi]; word; word &= word - 1) {
+      const int s = 64 * wi + __builtin_ctzll(word);
+      syms[k] = static_cast<std::uint8_t>(s);
+      const unsigned l = (src[32 + k / 2] >> (4 * (k % 2))) & 0xFu;
+      ++k;
+      if (l == 0 || l > kHuffmanMaxBits)
+        return fail(err, Status::corrupt, "Huffman chunk: symbol %d has code length %u", s, l);
+      lengths[s] = static_cast<std::uint8_t>(l);
+      kraft += cap >> l;
+      longest = std::max(longest, l);
+    }
   if (kraft > cap)
     return fail(err, Status::corrupt, "Huffman chunk: code lengths oversubscribe the code space");
   std::uint16_t codes[256];
-  canonical_codes(lengths, codes);
+  canonical_codes(lengths, syms, present, codes);
   // Entry: symbol | length << 8; length 0 marks a code that does not exist.
   // The table spans the longest code only (its build costs more than
   // decoding a small chunk: 2^11 entries for a 384-symbol bias otherwise).
+  // A complete code fills every entry; only an incomplete one needs zeros.
+  const bool complete = kraft == cap;
   cap = 1u << longest;
-  std::vector<std::uint16_t> table(cap, 0);
-  for (int s = 0; s < 256; ++s) {
-    const unsigned l = lengths[s];
-    if (!l) continue;
+  std::uint16_t table[1u << kHuffmanMaxBits];
+  if (!complete) std::memset(table, 0, cap * sizeof(table[0]));
+  for (unsigned i = 0; i < present; ++i) {
+    const unsigned s = syms[i], l = lengths[s];
     for (std::uint32_t i = codes[s]; i < cap; i += 1u << l)
       table[i] = static_cast<std::uint16_t>(s | (l << 8));
   }
-  const std::uint16_t* tab = table.data();
+  const std::uint16_t* tab = table;
 
   const std::size_t block = std::size_t(1) << subblock_log2;
   const std::size_t blocks = (m + block - 1) / block;
