@@ -261,6 +261,28 @@ def test_small_tensor_decode_merges_every_chunk_kind() -> None:
         _core._set_rans_variant("auto")
 
 
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float64", "float8_e4m3fn"])
+def test_every_merge_variant_decodes_every_element_size(dtype: str) -> None:
+    # The decoder's plane merge (scalar, AVX2, AVX-512) for 1, 2 and 8-byte
+    # elements (4-byte ones above), on many chunks and on few, into a filled
+    # array: the widest variant is the default, so the others run only here.
+    from nncodecs import _core
+
+    for n in (200_001, 3 * (1 << 18) + 77):
+        arr = weights_like(dtype, n)
+        frame = NumcodecsWeights(dtype=dtype).encode(arr)
+        try:
+            for variant in _core.rans_variants():
+                _core._set_rans_variant(variant)
+                for t in (1, 2):
+                    out = np.zeros_like(arr)
+                    out.view(np.uint8)[:] = 0xA5
+                    NumcodecsWeights(dtype=dtype, threads=t).decode(frame, out=out)
+                    assert same_bits(out, arr), (variant, n, t)
+        finally:
+            _core._set_rans_variant("auto")
+
+
 CONFIG_CASES = [
     NumcodecsRans(),
     NumcodecsRans(planes=4, precision=12, subblock_log2=14, checksum=False),
