@@ -247,7 +247,8 @@ def codec_pair(system: str, dtype: str, threads: int) -> tuple[Any, Any]:
         dt = normalize_dtype(dtype)
         codec = NumcodecsWeights(dtype=dtype, threads=threads)
         return (
-            lambda raw, shape: codec.encode(raw.view(dt)),
+            # the tensor's shape, as a Zarr chunk or a numcodecs user gives it
+            lambda raw, shape: codec.encode(raw.view(dt).reshape(shape)),
             lambda enc, raw, shape: codec.decode(enc),
         )
     if system == "zipnn":

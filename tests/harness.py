@@ -58,6 +58,18 @@ def weights_like(name: str, count: int, seed: int = 0) -> np.ndarray:
     return (rng.standard_normal(count) * 0.05).astype(np.float32).astype(dt)
 
 
+def row_scaled(name: str, rows: int, cols: int, seed: int = 0, spread: float = 1.0) -> np.ndarray:
+    """Weights whose rows (output channels) have scales of their own, lognormal
+    with ``spread``: the data the row shift of a version 2 frame is for.
+    1-byte floats are scaled to their range first (about 1), as fp8 weights are."""
+    rng = np.random.default_rng(seed)
+    dt = np_dtype(name)
+    w = rng.standard_normal((rows, cols)).astype(np.float32)
+    base = 1.0 if dt.itemsize == 1 else 0.02
+    w *= (rng.lognormal(0.0, spread, rows) * base).astype(np.float32)[:, None]
+    return w.astype(dt)
+
+
 def special_values(name: str) -> np.ndarray:
     """+-0, +-inf, NaN with payloads, subnormals, max and min, as bit patterns where needed."""
     dt = np_dtype(name)
@@ -181,6 +193,14 @@ def fixture_cases() -> list[tuple[str, np.ndarray]]:
         out.append((f"{name}-special", special_values(name)))
         out.append((f"{name}-weights", weights_like(name, 257, seed=5).reshape(257)))
     return out
+
+
+def row_shift_fixture_cases() -> list[tuple[str, np.ndarray]]:
+    """Arrays frozen as version 2 (row shift) weights fixtures: 2-byte and 1-byte elements."""
+    return [
+        ("bfloat16-rows", row_scaled("bfloat16", 256, 384, seed=21)),
+        ("float8_e4m3fn-rows", row_scaled("float8_e4m3fn", 256, 384, seed=22)),
+    ]
 
 
 def save_fixtures(codec: Any, directory: Path, arrays: list[tuple[str, np.ndarray]]) -> int:

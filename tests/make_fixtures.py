@@ -12,7 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from harness import FIXTURES, fixture_cases, save_fixtures
+from harness import FIXTURES, fixture_cases, row_shift_fixture_cases, save_fixtures
 
 from nncodecs import (
     NumcodecsAuto,
@@ -44,6 +44,11 @@ def main() -> None:
             total += save_fixtures(codec, FIXTURES / codec_dir, [(name, planes)])
         total += save_fixtures(
             NumcodecsWeights(dtype=arr.dtype), FIXTURES / "weights", [(name, arr)]
+        )
+    # Version 2 frames (the weights codec's row shift), in a directory of their own.
+    for name, arr in row_shift_fixture_cases():
+        total += save_fixtures(
+            NumcodecsWeights(dtype=arr.dtype), FIXTURES / "weights-rows", [(name, arr)]
         )
     total += save_zarr_fixtures()
     print(f"wrote {total} new fixtures under {FIXTURES}")

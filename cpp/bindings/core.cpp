@@ -156,7 +156,7 @@ py::list plan_list(const std::vector<std::vector<std::uint8_t>>& pieces,
 py::object frame_encode(py::handle src, unsigned planes, const std::string& coder,
                         unsigned precision, unsigned subblock_log2, bool checksum,
                         const std::string& layout, bool elements, int threads, py::object zstd,
-                        unsigned min_gain_permille, bool probe_zstd) {
+                        unsigned min_gain_permille, bool probe_zstd, std::uint64_t row_length) {
   nnc::EncodeParams params;
   params.coder = parse_coder(coder);
   params.planes = planes;
@@ -167,6 +167,7 @@ py::object frame_encode(py::handle src, unsigned planes, const std::string& code
   params.elements = elements;
   params.threads = threads;
   params.min_gain_permille = min_gain_permille;
+  params.row_length = row_length;
   Buffer in(src, false, "frame_encode", "src");
   // zstd candidates: a list with one bytes object (or None) per (plane, chunk).
   std::vector<const std::uint8_t*> zdata;
@@ -235,6 +236,7 @@ py::dict frame_info(py::handle src, std::uint64_t max_decoded) {
   d["checksum"] = info.has_checksum ? py::object(py::int_(info.checksum)) : py::object(py::none());
   d["decoded_len"] = info.decoded_len;
   d["header_len"] = info.header_len;
+  d["row_length"] = info.row_length;
   py::list chunks;
   for (const nnc::ChunkRef& r : info.chunks)
     chunks.append(py::make_tuple(r.plane, r.index, mode_name(r.mode), r.offset, r.length,
@@ -367,9 +369,11 @@ PYBIND11_MODULE(_core, m) {
         py::arg("coder") = "rans", py::arg("precision") = 11, py::arg("subblock_log2") = 16,
         py::arg("checksum") = true, py::arg("layout") = "none", py::arg("elements") = false,
         py::arg("threads") = 0, py::arg("zstd") = py::none(), py::arg("min_gain_permille") = 0,
-        py::arg("probe_zstd") = false,
+        py::arg("probe_zstd") = false, py::arg("row_length") = 0,
         "Encode planes (or elements, with the split fused in) into a frame. With probe_zstd "
-        "(coder auto, no candidates): the zstd plan instead, when any chunk is worth a trial.");
+        "(coder auto, no candidates): the zstd plan instead, when any chunk is worth a trial. "
+        "row_length (elements with a float layout): elements per row, for the row shift of a "
+        "version 2 frame where it pays; 0 for none.");
   m.def("frame_info", &frame_info, py::arg("src"), py::arg("max_decoded"),
         "Parse and check a frame's header and chunk index.");
   m.def("frame_summary", &frame_summary, py::arg("src"), py::arg("max_decoded"),

@@ -29,6 +29,12 @@ enum class ChunkMode : std::uint8_t { raw = 0, constant = 1, rans = 2, huffman =
 constexpr std::size_t kChunkLog2 = 18;  // symbols of one plane per chunk
 constexpr std::size_t kChunkSymbols = std::size_t(1) << kChunkLog2;
 constexpr std::uint8_t kFrameVersion = 1;
+// Version 2: version 1 plus per-row offsets of the last plane (a row shift).
+constexpr std::uint8_t kFrameVersionRows = 2;
+// Rows shorter than this never get an offset byte (it would cost more than
+// 1/128 of their symbols); planes shorter than kRowShiftFrom are not tried.
+constexpr std::uint64_t kMinRowLength = 128;
+constexpr std::uint64_t kRowShiftFrom = std::uint64_t(1) << 16;
 
 struct EncodeParams {
   Coder coder = Coder::rans;
@@ -44,6 +50,11 @@ struct EncodeParams {
   // and the plane split run fused, chunk by chunk (the weights codec).
   Layout layout = Layout::none;
   bool elements = false;  // input holds elements (split fused in), not planes
+  // Elements per row (an output channel: the product of every axis but the
+  // first), 0 for none. With elements and a float layout, the encoder
+  // subtracts a per-row offset from the last (exponent) plane where its
+  // estimates say that pays, and writes a version 2 frame (docs/format.md).
+  std::uint64_t row_length = 0;
   int threads = 0;
 };
 
@@ -94,6 +105,10 @@ struct FrameInfo {
   std::uint32_t checksum = 0;
   std::uint64_t decoded_len = 0;
   std::uint64_t header_len = 0;
+  // Version 2: symbols per row and where the row offsets lie in the frame
+  // (ceil(n / row_length) bytes); row_length 0 in version 1.
+  std::uint64_t row_length = 0;
+  std::uint64_t row_offsets_at = 0;
   std::vector<ChunkRef> chunks;  // plane-major
 };
 

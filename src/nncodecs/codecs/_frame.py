@@ -177,6 +177,7 @@ def encode_frame(
     elements: bool = False,
     layout: str = "none",
     threads: int | None = None,
+    row_length: int = 0,
 ) -> bytes:
     """Encode a flat uint8 array of ``planes`` planes as a frame.
 
@@ -185,6 +186,9 @@ def encode_frame(
     (``auto`` copies out only the chunks it tries zstd on). The bytes equal
     those of encoding the planes. ``min_gain`` (auto only): a chunk is
     stored raw unless its best coder saves at least this fraction of it.
+    ``row_length`` (elements of a float layout only): elements per row; the
+    encoder then shifts each row's exponents by the row's median where that
+    pays, and writes a version 2 frame (docs/format.md, "Row shift").
     """
     threads = threads or get_threads()
     settings = {
@@ -197,6 +201,7 @@ def encode_frame(
         "elements": elements,
         "threads": threads,
         "min_gain_permille": round(min_gain * 1000),
+        "row_length": row_length if elements else 0,
     }
     # auto probes for zstd while it encodes (tiny inputs get the whole-input
     # trial below instead: trials per chunk cost more there than they save).

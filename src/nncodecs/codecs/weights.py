@@ -4,7 +4,11 @@ Bit reorder, byte-plane split and entropy coding in one call, chunk by
 chunk; decoding runs the plane merge and inverse reorder fused into the
 decoder, so full-size planes never exist. Its bytes equal those of the
 chain ``bitreorder -> planes -> rans | huffman | auto`` (with ``planes`` set
-to the element size): a test checks this for every dtype.
+to the element size): a test checks this for every dtype. The exception is
+the row shift: for arrays of two or more axes, where rows (every axis but
+the first) have exponents centred differently, it stores each row's
+exponents less the row's mean, one byte a row, in a version 2 frame
+(docs/format.md), which every decoder of the chain reads.
 
 Classes: :class:`Weights` (Zarr v3, array -> bytes) and
 :class:`NumcodecsWeights`, configuration ``{"coder", "dtype", "precision",
@@ -84,7 +88,15 @@ def encode_weights(arr: Any, settings: dict[str, Any], threads: int | None = Non
         elements=True,
         layout=float_layout(arr.dtype),
         threads=threads,
+        row_length=row_length(arr.shape),
     )
+
+
+def row_length(shape: tuple[int, ...]) -> int:
+    """Elements per output channel (every axis but the first) of a chunk's shape;
+    0 for fewer than two axes. Rows share a scale in most weights, and the
+    encoder's row shift (docs/format.md) works on them."""
+    return math.prod(shape[1:]) if len(shape) >= 2 else 0
 
 
 def _element_types(dtype: Any) -> tuple[np.dtype, np.dtype, str]:
