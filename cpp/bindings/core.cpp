@@ -4,9 +4,10 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <string>
-
 #include <vector>
 
 #include "../src/coders.h"
@@ -282,6 +283,110 @@ void frame_decode(py::handle dst, py::handle src, std::uint64_t max_decoded,
 // its allocator asks for transparent huge pages on large arrays, which halves
 // the time of a decode into fresh memory here (faulting in 4 KiB pages ran
 // at about 3 GB/s).
+// Outputs of frame_decode_new of 1 MiB or more come from, and go back to, a
+// small cache of blocks: a tensor decoded after another was dropped (a model
+// streamed tensor by tensor, a Zarr array read chunk by chunk) then lands in
+// memory the kernel has already mapped and zeroed. Fresh pages cost the
+// kernel's page clearing, about 30% of the time to decode a 1 GiB model here
+// (outputs of 32 MiB and more always get fresh pages from glibc). A block
+// (sizes are whole huge pages) is reused for a request that wastes at most a
+// quarter of the request plus one huge page of it; at most kBlocks blocks and
+// kMaxBytes in all are kept, the oldest let go first. Blocks held by live
+// arrays are never in the cache; output_cache_clear() frees what it holds.
+class OutputCache {
+ public:
+  static constexpr std::size_t kMinBytes = std::size_t(1) << 20;
+  static constexpr std::size_t kMaxBytes = std::size_t(128) << 20;
+  static constexpr std::size_t kBlocks = 4;
+  static constexpr std::size_t kAlign = std::size_t(1) << 21;  // a huge page
+
+  struct Block {
+    void* data;
+    std::size_t size;
+  };
+
+  // A block of at least `bytes` (a cached one when one fits), or null.
+  Block take(std::size_t bytes) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      std::size_t best = blocks_.size();
+      for (std::size_t i = 0; i < blocks_.size(); ++i)
+        if (blocks_[i].size >= bytes && blocks_[i].size <= bytes + bytes / 4 + kAlign &&
+            (best == blocks_.size() || blocks_[i].size < blocks_[best].size))
+          best = i;
+      if (best != blocks_.size()) {
+        const Block b = blocks_[best];
+        blocks_.erase(blocks_.begin() + static_cast<std::ptrdiff_t>(best));
+        held_ -= b.size;
+        return b;
+      }
+    }
+    const std::size_t size = (bytes + kAlign - 1) / kAlign * kAlign;
+    return {std::aligned_alloc(kAlign, size), size};
+  }
+
+  // A block whose array is gone: kept when it is large enough and fits.
+  void give(Block b) {
+    std::vector<Block> drop;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (b.size < kMinBytes || b.size > kMaxBytes) {
+        drop.push_back(b);
+      } else {
+        while (!blocks_.empty() && (blocks_.size() >= kBlocks || held_ + b.size > kMaxBytes)) {
+          drop.push_back(blocks_.front());
+          held_ -= blocks_.front().size;
+          blocks_.erase(blocks_.begin());
+        }
+        blocks_.push_back(b);
+        held_ += b.size;
+      }
+    }
+    for (const Block& d : drop) std::free(d.data);
+  }
+
+  void clear() {
+    std::vector<Block> drop;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      drop.swap(blocks_);
+      held_ = 0;
+    }
+    for (const Block& d : drop) std::free(d.data);
+  }
+
+  py::tuple stats() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return py::make_tuple(blocks_.size(), held_);
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<Block> blocks_;  // oldest first
+  std::size_t held_ = 0;
+};
+
+OutputCache& output_cache() {
+  static OutputCache* cache = new OutputCache();  // outlives every array (never destroyed)
+  return *cache;
+}
+
+// A new uint8 array of `bytes`: from the output cache at 1 MiB or more (the
+// block goes back to it with the array), else NumPy's own.
+py::array_t<std::uint8_t> new_output(std::size_t bytes) {
+  if (bytes < OutputCache::kMinBytes) return py::array_t<std::uint8_t>(static_cast<py::ssize_t>(bytes));
+  OutputCache::Block b = output_cache().take(bytes);
+  if (b.data == nullptr) throw std::bad_alloc();
+  auto* owned = new OutputCache::Block(b);
+  py::capsule owner(owned, [](void* p) {
+    auto* block = static_cast<OutputCache::Block*>(p);
+    output_cache().give(*block);
+    delete block;
+  });
+  return py::array_t<std::uint8_t>({static_cast<py::ssize_t>(bytes)}, {1},
+                                   static_cast<std::uint8_t*>(b.data), owner);
+}
+
 py::object frame_decode_new(py::handle src, std::uint64_t max_decoded, const std::string& layout,
                             bool elements, int threads) {
   nnc::Layout l = parse_layout(layout, "frame_decode_new");
@@ -292,7 +397,7 @@ py::object frame_decode_new(py::handle src, std::uint64_t max_decoded, const std
     raise_error(err, "frame_decode_new");
   for (const nnc::ChunkRef& r : info.chunks)
     if (r.mode == nnc::ChunkMode::zstd) return py::none();
-  py::array_t<std::uint8_t> out(static_cast<py::ssize_t>(info.decoded_len));
+  py::array_t<std::uint8_t> out = new_output(static_cast<std::size_t>(info.decoded_len));
   std::uint8_t* dst = out.mutable_data();
   nnc::Status st;
   {
@@ -382,6 +487,13 @@ PYBIND11_MODULE(_core, m) {
         py::arg("layout") = "none", py::arg("elements") = false, py::arg("threads") = 0,
         "Decode a frame into a new uint8 array; None when it has zstd chunks (decode those "
         "first, then frame_decode).");
+  m.def(
+      "output_cache_clear", [] { output_cache().clear(); },
+      "Free the blocks the output cache holds (outputs of frame_decode_new of 1 MiB or more "
+      "go back to it when their arrays are gone).");
+  m.def(
+      "output_cache_stats", [] { return output_cache().stats(); },
+      "(blocks, bytes) the output cache holds now.");
   m.def("frame_decode", &frame_decode, py::arg("dst"), py::arg("src"), py::arg("max_decoded"),
         py::arg("layout") = "none", py::arg("elements") = false,
         py::arg("zstd_decoded") = py::none(), py::arg("threads") = 0,
