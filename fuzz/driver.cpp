@@ -18,8 +18,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 namespace {
 
 std::vector<std::uint8_t> encode(const std::vector<std::uint8_t>& src, nnc::Coder coder,
-                                 unsigned planes, unsigned sb, bool elements) {
+                                 unsigned planes, unsigned sb, bool elements,
+                                 std::uint64_t row_length = 0) {
   nnc::EncodeParams p;
+  p.row_length = row_length;
   p.coder = coder;
   p.planes = planes;
   p.subblock_log2 = sb;
@@ -52,13 +54,31 @@ int main(int argc, char** argv) {
       skew[i] = static_cast<std::uint8_t>(std::min(geo(rng), 255));
       mixed[i] = i < n ? 7 : static_cast<std::uint8_t>(rng());
     }
+    // bfloat16 rows of 256 whose exponents centre differently: version 2
+    // frames (row offsets) where there are enough of them.
+    std::vector<std::uint8_t> rows(2 * n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const unsigned e = 100 + (i / 256 * 13) % 40 + static_cast<unsigned>(std::min(geo(rng), 5));
+      const unsigned x = (e << 7) | static_cast<unsigned>(rng() & 0x807F);
+      rows[2 * i] = static_cast<std::uint8_t>(x);
+      rows[2 * i + 1] = static_cast<std::uint8_t>(x >> 8);
+    }
     for (nnc::Coder c : {nnc::Coder::rans, nnc::Coder::huffman, nnc::Coder::automatic}) {
+      seeds.push_back(encode(rows, c, 2, 13, true, 256));
       seeds.push_back(encode(skew, c, 2, 12, false));
       seeds.push_back(encode(mixed, c, 2, 16, true));
       seeds.push_back(encode(skew, c, 1, 14, false));
     }
   }
-  for (const auto& s : seeds) LLVMFuzzerTestOneInput(s.data(), s.size());
+  std::size_t version2 = 0;
+  for (const auto& s : seeds) {
+    version2 += s.size() > 4 && s[4] == nnc::kFrameVersionRows;
+    LLVMFuzzerTestOneInput(s.data(), s.size());
+  }
+  if (version2 == 0) {
+    std::fprintf(stderr, "no seed is a version 2 frame\n");
+    return 2;
+  }
   for (long it = 0; it < iterations; ++it) {
     std::vector<std::uint8_t> f = seeds[rng() % seeds.size()];
     const int kind = static_cast<int>(rng() % 5);
@@ -75,6 +95,7 @@ int main(int argc, char** argv) {
     }
     LLVMFuzzerTestOneInput(f.data(), f.size());
   }
-  std::printf("fuzz driver: %zu seeds, %ld mutated inputs, no fault\n", seeds.size(), iterations);
+  std::printf("fuzz driver: %zu seeds (%zu version 2), %ld mutated inputs, no fault\n",
+              seeds.size(), version2, iterations);
   return 0;
 }
