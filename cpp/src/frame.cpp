@@ -265,7 +265,11 @@ struct RowShift {
 };
 
 // Apply (undo = false: subtract) or undo (add) the row offsets on the
-// symbols [first, first + m) of the last plane, held at p.
+// symbols [first, first + m) of the last plane, held at p. Cloned for AVX2
+// (chosen at load time); decoders run it on L1-resident blocks.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx2", "default")))
+#endif
 void shift_rows(std::uint8_t* p, std::size_t m, std::uint64_t first, const RowShift& rs,
                 bool undo) {
   std::size_t i = 0;
@@ -847,8 +851,10 @@ Status frame_decode(void* dst, std::size_t dst_cap, const void* src, std::size_t
   auto shifted = [&](unsigned j) { return rs.length != 0 && j == k - 1; };
   // Decode one (plane, chunk) into t; raw chunks are not copied when the
   // caller merges straight from the payload (*view set, t untouched).
+  // With `unshift` false the caller undoes the offsets itself (block by
+  // block, in L1, right before its checksum and merge).
   auto decode_one = [&](unsigned j, std::size_t c, std::uint8_t* t, const std::uint8_t** view,
-                        bool with_crc) {
+                        bool with_crc, bool unshift = true) {
     if (shifted(j)) view = nullptr;
     const std::size_t idx = std::size_t(j) * chunks + c;
     const ChunkRef& r = info.chunks[idx];
@@ -879,7 +885,7 @@ Status frame_decode(void* dst, std::size_t dst_cap, const void* src, std::size_t
       where(&errors[idx], r);
       return false;
     }
-    if (shifted(j)) shift_rows(t, m, std::uint64_t(c) << kChunkLog2, rs, true);
+    if (shifted(j) && unshift) shift_rows(t, m, std::uint64_t(c) << kChunkLog2, rs, true);
     if (view) *view = data;
     if (with_crc && info.has_checksum) crcs[idx] = crc32c(0, data, m);
     return true;
@@ -1027,7 +1033,7 @@ Status frame_decode(void* dst, std::size_t dst_cap, const void* src, std::size_t
       const std::uint8_t* ptrs[256];
       for (unsigned j = 0; j < k; ++j) {
         std::uint8_t* t = fused ? scratch + std::size_t(j) * m : out + j * n + first;
-        if (!decode_one(j, c, t, fused ? &ptrs[j] : nullptr, !fused)) return;
+        if (!decode_one(j, c, t, fused ? &ptrs[j] : nullptr, !fused, !fused)) return;
         if (fused && shifted(j)) ptrs[j] = t;
       }
       if (!fused) return;
@@ -1041,6 +1047,8 @@ Status frame_decode(void* dst, std::size_t dst_cap, const void* src, std::size_t
         const std::size_t len = std::min(kBlock, m - off);
         for (unsigned j = 0; j < k; ++j) {
           at[j] = ptrs[j] + off;
+          if (shifted(j))  // in this thread's scratch
+            shift_rows(const_cast<std::uint8_t*>(at[j]), len, first + off, rs, true);
           if (info.has_checksum) crc[j] = crc32c(crc[j], at[j], len);
         }
         merge(out + (first + off) * k, at, len, k, layout);
