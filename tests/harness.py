@@ -118,6 +118,16 @@ ARRAYS = _cases()
 ARRAY_IDS = [case[0] for case in ARRAYS]
 
 
+def varint(v: int) -> bytes:
+    """Unsigned LEB128, as frames store lengths (docs/format.md)."""
+    out = bytearray()
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
 def same_bits(a: Any, b: Any) -> bool:
     """Bit-exact equality, whatever the dtype (NaN payloads and -0.0 included)."""
     a, b = np.asarray(a), np.asarray(b)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import zarr
 import zstandard
-from harness import weights_like
+from harness import varint, weights_like
 from zarr.storage import MemoryStore
 
 from nncodecs import (
@@ -112,21 +112,12 @@ def test_trailing_bytes_and_lengths_past_the_end() -> None:
     chunk = next(c for c in info["chunks"] if c[2] == "rans")
     # Rewrite that chunk's payload length (a varint in the index) to something huge.
     bad = bytearray(frame)
-    index_at = frame.index(bytes([2]) + _varint(chunk[4]), 8)
-    bad[index_at + 1 : index_at + 1 + len(_varint(chunk[4]))] = _varint(chunk[4] + 10**9)[
-        : len(_varint(chunk[4]))
+    index_at = frame.index(bytes([2]) + varint(chunk[4]), 8)
+    bad[index_at + 1 : index_at + 1 + len(varint(chunk[4]))] = varint(chunk[4] + 10**9)[
+        : len(varint(chunk[4]))
     ]
     with pytest.raises(CorruptDataError):
         codec.decode(bytes(bad))
-
-
-def _varint(v: int) -> bytes:
-    out = bytearray()
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-    return bytes(out)
 
 
 def test_declared_size_larger_than_expected() -> None:
@@ -139,7 +130,7 @@ def test_declared_size_larger_than_expected() -> None:
     with pytest.raises(CorruptDataError, match="expected at most"):
         whole_codec.decode(whole, out=bytearray(len(whole_original) - 1))
     # A tiny frame claiming an enormous size is refused before any allocation.
-    header = bytearray(frame[:7]) + _varint(1 << 60)
+    header = bytearray(frame[:7]) + varint(1 << 60)
     with pytest.raises(CorruptDataError, match="expected at most"):
         codec.decode(bytes(header) + b"\0" * 8)
 

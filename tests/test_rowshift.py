@@ -18,6 +18,7 @@ from harness import (
     row_scaled,
     row_shift_fixture_cases,
     same_bits,
+    varint,
     weights_like,
 )
 
@@ -150,8 +151,8 @@ def _shifted_frame() -> tuple[bytes, dict, np.ndarray]:
 def test_a_corrupt_row_offset_is_caught_by_the_checksum() -> None:
     frame, info, _ = _shifted_frame()
     # The 300 offsets (one a row) follow the checksum and the row length (512: 2 bytes).
-    at = 7 + len(_varint(info["decoded_len"])) + 4
-    assert frame[at : at + 2] == _varint(512)
+    at = 7 + len(varint(info["decoded_len"])) + 4
+    assert frame[at : at + 2] == varint(512)
     raw = bytearray(frame)
     raw[at + 2 + 150] ^= 0x08
     for t in (1, 2, 4):
@@ -159,19 +160,10 @@ def test_a_corrupt_row_offset_is_caught_by_the_checksum() -> None:
             NumcodecsWeights(dtype="bfloat16", threads=t).decode(bytes(raw))
 
 
-def _varint(v: int) -> bytes:
-    out = bytearray()
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-    return bytes(out)
-
-
 def test_malformed_row_sections_are_clear_errors() -> None:
     frame, info, _ = _shifted_frame()
-    at = 7 + len(_varint(info["decoded_len"])) + 4  # the row length varint
-    assert frame[at : at + 2] == _varint(512)
+    at = 7 + len(varint(info["decoded_len"])) + 4  # the row length varint
+    assert frame[at : at + 2] == varint(512)
     # Row length 0 (a one-byte varint; the frame is a byte shorter).
     zero = frame[:at] + b"\x00" + frame[at + 2 :]
     with pytest.raises(CorruptDataError, match="row length 0"):
