@@ -1,4 +1,6 @@
-"""The rANS lane header compiles for the GPU (nvcc -arch=sm_90 -cubin), wherever nvcc is."""
+"""The GPU sources compile: the rANS lane header's check kernel and the decode
+kernels, with nvcc (-arch=sm_90 -cubin) wherever nvcc is, and with NVRTC as
+CuPy compiles them (the shared headers inlined)."""
 
 from __future__ import annotations
 
@@ -11,9 +13,7 @@ import pytest
 ROOT = Path(__file__).parent.parent
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed here")
-def test_lane_header_compiles_with_nvcc(tmp_path: Path) -> None:
-    out = tmp_path / "rans_lane_check.cubin"
+def _nvcc(source: Path, out: Path) -> None:
     result = subprocess.run(
         [
             "nvcc",
@@ -21,7 +21,7 @@ def test_lane_header_compiles_with_nvcc(tmp_path: Path) -> None:
             "-cubin",
             "-std=c++17",
             f"-I{ROOT / 'cpp' / 'include'}",
-            str(ROOT / "tests" / "cuda" / "rans_lane_check.cu"),
+            str(source),
             "-o",
             str(out),
         ],
@@ -32,9 +32,18 @@ def test_lane_header_compiles_with_nvcc(tmp_path: Path) -> None:
     assert out.stat().st_size > 0
 
 
-def test_lane_header_compiles_with_nvrtc() -> None:
-    # As CuPy will compile it: the header's text inlined into the kernel
-    # source (CuPy's cache does not hash -I headers), no standard headers.
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed here")
+def test_lane_header_compiles_with_nvcc(tmp_path: Path) -> None:
+    _nvcc(ROOT / "tests" / "cuda" / "rans_lane_check.cu", tmp_path / "rans_lane_check.cubin")
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed here")
+def test_decode_kernels_compile_with_nvcc(tmp_path: Path) -> None:
+    _nvcc(ROOT / "src" / "nncodecs" / "gpu" / "kernels" / "decode.cu", tmp_path / "decode.cubin")
+
+
+def _nvrtc(source: str, name: bytes) -> None:
+    """Compile CUDA source text with NVRTC (as CuPy does) for sm_90."""
     import ctypes
 
     from conftest import optional_import
@@ -42,14 +51,8 @@ def test_lane_header_compiles_with_nvrtc() -> None:
     nvrtc = optional_import("nvidia.cuda_nvrtc")
     libdir = Path(next(iter(nvrtc.__path__))) / "lib"
     lib = ctypes.CDLL(str(next(libdir.glob("libnvrtc.so.*"))))
-    header = (ROOT / "cpp" / "include" / "nncodecs" / "rans_lane.h").read_text()
-    source = (ROOT / "tests" / "cuda" / "rans_lane_check.cu").read_text()
-    source = source.replace('#include "nncodecs/rans_lane.h"', header)
-    assert "#include <" not in source.split("__CUDACC_RTC__", 1)[1].split("#else", 1)[0]
     prog = ctypes.c_void_p()
-    assert (
-        lib.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), b"lanes.cu", 0, None, None) == 0
-    )
+    assert lib.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), name, 0, None, None) == 0
     options = (ctypes.c_char_p * 2)(b"--gpu-architecture=sm_90", b"-std=c++17")
     result = lib.nvrtcCompileProgram(prog, 2, options)
     size = ctypes.c_size_t()
@@ -61,3 +64,22 @@ def test_lane_header_compiles_with_nvrtc() -> None:
     assert lib.nvrtcGetCUBINSize(prog, ctypes.byref(cubin)) == 0
     assert cubin.value > 0
     lib.nvrtcDestroyProgram(ctypes.byref(prog))
+
+
+def test_lane_header_compiles_with_nvrtc() -> None:
+    # As CuPy will compile it: the header's text inlined into the kernel
+    # source (CuPy's cache does not hash -I headers), no standard headers.
+    header = (ROOT / "cpp" / "include" / "nncodecs" / "rans_lane.h").read_text()
+    source = (ROOT / "tests" / "cuda" / "rans_lane_check.cu").read_text()
+    source = source.replace('#include "nncodecs/rans_lane.h"', header)
+    assert "#include <" not in source.split("__CUDACC_RTC__", 1)[1].split("#else", 1)[0]
+    _nvrtc(source, b"lanes.cu")
+
+
+def test_decode_kernels_compile_with_nvrtc() -> None:
+    # The very text CupyBackend hands to cupy.RawModule.
+    from nncodecs.gpu.cupy_backend import kernel_source
+
+    source = kernel_source("decode.cu")
+    assert '#include "nncodecs/' not in source
+    _nvrtc(source, b"decode.cu")

@@ -102,15 +102,15 @@ def test_version_1_where_the_shift_cannot_pay(arr: np.ndarray) -> None:
 
 def test_every_chunk_kind_of_the_shifted_plane_decodes() -> None:
     # 2048 rows of 1024 bfloat16, 8 chunks a plane: row-scaled rows (coded),
-    # zero rows (a constant chunk), random bit patterns (a raw chunk) and a
+    # rows of 1.0 (a constant chunk, row offset 127), random bit patterns (a raw chunk) and a
     # block of rows repeated (zstd wins there). Threads 1 and 2 take a chunk
     # a task, 4 the fine-grained path.
     rng = np.random.default_rng(7)
     scaled = row_scaled("bfloat16", 768, 1024, seed=8).view(np.uint16)
-    zeros = np.zeros((256, 1024), np.uint16)
+    ones = np.full((256, 1024), 0x3F80, np.uint16)  # 1.0: row offset 127
     noise = rng.integers(0, 2**16, (256, 1024), dtype=np.uint16)
     repeated = np.tile(row_scaled("bfloat16", 16, 1024, seed=9).view(np.uint16), (48, 1))
-    bits = np.concatenate([scaled, zeros, noise, repeated])
+    bits = np.concatenate([scaled, ones, noise, repeated])
     arr = bits.view(np_dtype("bfloat16"))
     frame = NumcodecsWeights(dtype="bfloat16").encode(arr)
     assert _version(frame) == 2

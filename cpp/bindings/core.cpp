@@ -238,11 +238,15 @@ py::dict frame_info(py::handle src, std::uint64_t max_decoded) {
   d["decoded_len"] = info.decoded_len;
   d["header_len"] = info.header_len;
   d["row_length"] = info.row_length;
+  d["row_offsets_at"] = info.row_offsets_at;
   py::list chunks;
   for (const nnc::ChunkRef& r : info.chunks)
     chunks.append(py::make_tuple(r.plane, r.index, mode_name(r.mode), r.offset, r.length,
                                  r.symbols));
   d["chunks"] = chunks;
+  py::list values;  // the byte of each constant chunk (0 for the others)
+  for (const nnc::ChunkRef& r : info.chunks) values.append(r.value);
+  d["values"] = values;
   return d;
 }
 

@@ -1,0 +1,124 @@
+"""GPU decode throughput against a device-to-device copy of the same bytes.
+
+``python benchmarks/gpu.py [--sizes-mib 16 256 2048] [--json FILE]`` on a
+machine with a CUDA GPU and CuPy. Each case is a bfloat16 "weights" tensor
+(rows of 4096 with per-row scales), encoded by the CPU (coder rans, as the
+GPU decodes it all), its frame put on the device, then decoded there
+(best of 5, CUDA events around the whole call: the host's parse of the
+header and index, the launches and the status check), next to
+``cupy`` copying the same number of output bytes device to device. GB/s
+are of bfloat16 output bytes. GPU encoding is not written yet: its column
+says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import ml_dtypes
+import numpy as np
+
+
+def weights(mib: int, seed: int = 0) -> np.ndarray:
+    cols = 4096
+    rows = max(1, (mib << 20) // (2 * cols))
+    rng = np.random.default_rng(seed)
+    out = np.empty((rows, cols), ml_dtypes.bfloat16)
+    for r0 in range(0, rows, 4096):  # in slabs: float32 temporaries stay small
+        r1 = min(rows, r0 + 4096)
+        w = rng.standard_normal((r1 - r0, cols), dtype=np.float32)
+        w *= (rng.lognormal(0, 0.35, r1 - r0) * 0.02).astype(np.float32)[:, None]
+        out[r0:r1] = w.astype(ml_dtypes.bfloat16)
+    return out
+
+
+def best_ms(cp, fn, repeat: int = 5) -> float:
+    fn()  # warm-up (and the kernels' first compile)
+    cp.cuda.Device().synchronize()
+    best = float("inf")
+    for _ in range(repeat):
+        start, end = cp.cuda.Event(), cp.cuda.Event()
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        best = min(best, cp.cuda.get_elapsed_time(start, end))
+    return best
+
+
+def measure(cp, backend, mib: int) -> dict:
+    """One size: the CPU's frame decoded on the device, and a copy of its output bytes."""
+    from nncodecs import NumcodecsWeights
+    from nncodecs.gpu.decode import decode_on
+
+    arr = weights(mib)
+    t = time.perf_counter()
+    frame = np.frombuffer(NumcodecsWeights(coder="rans", dtype="bfloat16").encode(arr), np.uint8)
+    cpu_s = time.perf_counter() - t
+    dev_frame = cp.asarray(frame)
+    nbytes = arr.nbytes
+
+    def decode():
+        return decode_on(
+            backend, frame, max_decoded=nbytes, layout="bfloat16", elements=True,
+            device_frame=dev_frame,
+        )  # fmt: skip
+
+    exact = bool((cp.asnumpy(decode()) == arr.reshape(-1).view(np.uint8)).all())
+    dec_ms = best_ms(cp, decode)
+    src = cp.empty(nbytes, cp.uint8)
+    dst = cp.empty_like(src)
+    copy_ms = best_ms(cp, lambda: cp.copyto(dst, src))
+    return {
+        "mib": mib,
+        "ratio": frame.nbytes / nbytes,
+        "decode_GBps": nbytes / dec_ms / 1e6,
+        "copy_GBps": nbytes / copy_ms / 1e6,
+        "cpu_encode_s": cpu_s,
+        "exact": exact,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes-mib", type=int, nargs="+", default=[16, 256, 2048])
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    import cupy as cp
+
+    from nncodecs.gpu.cupy_backend import CupyBackend
+
+    backend = CupyBackend()
+    print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
+    head = (
+        f"{'MiB':>6}{'ratio':>8}{'decode GB/s':>13}{'d2d copy GB/s':>15}{'decode/copy':>13}"
+        "  encode GB/s  exact"
+    )
+    print(head)
+    print("-" * len(head))
+    rows = []
+    for mib in args.sizes_mib:
+        row = measure(cp, backend, mib)
+        rows.append(row)
+        print(
+            f"{mib:>6}{row['ratio']:>8.4f}{row['decode_GBps']:>13.1f}{row['copy_GBps']:>15.1f}"
+            f"{row['decode_GBps'] / row['copy_GBps']:>13.3f}  {'not yet':>11}  {row['exact']}"
+        )
+        cp.get_default_memory_pool().free_all_blocks()
+    print(
+        "copy GB/s counts the bytes copied once (a copy reads and writes them: twice that moves)."
+    )
+    big = [r for r in rows if r["mib"] >= 2048]
+    if big:
+        verdict = "MET" if big[0]["decode_GBps"] >= 500 else "NOT MET"
+        print(f"target: decode >= 500 GB/s of bfloat16 output at 2 GiB: "
+              f"{big[0]['decode_GBps']:.0f} ({verdict})")  # fmt: skip
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

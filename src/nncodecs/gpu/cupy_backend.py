@@ -1,0 +1,68 @@
+"""The CuPy backend of :mod:`nncodecs.gpu.decode`: device arrays and launches.
+
+The kernel source is compiled by NVRTC through ``cupy.RawModule`` on first
+use, with the shared headers' text inlined into it: CuPy's kernel cache
+hashes the source string, not headers found through ``-I``, so an edited
+header would otherwise load a stale binary.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["CupyBackend", "kernel_source"]
+
+_HERE = Path(__file__).parent
+HEADERS = ("rans_lane.h", "reorder_word.h")
+
+
+def _header(name: str) -> str:
+    # Installed: copied next to the kernels (CMake); a source tree: cpp/include.
+    for base in (_HERE / "include" / "nncodecs", _HERE.parents[2] / "cpp" / "include" / "nncodecs"):
+        path = base / name
+        if path.is_file():
+            return path.read_text()
+    raise FileNotFoundError(f"nncodecs GPU kernels: shared header {name} is missing")
+
+
+def kernel_source(name: str = "decode.cu") -> str:
+    """A kernel file with the shared headers' text in place of their #include lines."""
+    source = (_HERE / "kernels" / name).read_text()
+    for header in HEADERS:
+        source = source.replace(f'#include "nncodecs/{header}"', _header(header))
+    return source
+
+
+@functools.cache
+def _module() -> Any:
+    import cupy
+
+    return cupy.RawModule(code=kernel_source(), options=("-std=c++17",))
+
+
+class CupyBackend:
+    """Device arrays on the current CuPy device, launches on its current stream."""
+
+    def __init__(self) -> None:
+        import cupy
+
+        self.cp = cupy
+
+    def to_device(self, host: np.ndarray) -> Any:
+        return self.cp.asarray(np.ascontiguousarray(host))
+
+    def empty(self, nbytes: int) -> Any:
+        return self.cp.empty(max(nbytes, 0), dtype=self.cp.uint8)
+
+    def zeros_int32(self, count: int) -> Any:
+        return self.cp.zeros(count, dtype=self.cp.int32)
+
+    def to_host(self, arr: Any) -> np.ndarray:
+        return self.cp.asnumpy(arr)
+
+    def launch(self, name: str, grid: int, block: int, args: tuple) -> None:
+        _module().get_function(name)((grid,), (block,), args)

@@ -1,0 +1,204 @@
+// GPU decoding of nncodecs frames (docs/format.md): rANS chunks into a planes
+// buffer, one thread block per chunk and one warp per sub-block (lane l is
+// rANS lane l; the refill words of a step are shared out by ballot and
+// popcount), then the plane merge with the inverse reorder, one thread per
+// element. The host (nncodecs/gpu/decode.py) parses and checks the frame's
+// header and index and hands the kernels a table of chunks; the kernels
+// check every payload themselves and report per chunk, never fault.
+//
+// Compiled by NVRTC through CuPy with the shared headers inlined
+// (nncodecs/gpu/_module.py), by nvcc in the compile check, and as host C++
+// under the SIMT emulator of the tests (tests/cuda/simt_host.h).
+#include "nncodecs/rans_lane.h"
+#include "nncodecs/reorder_word.h"
+
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define NNC_DEV __device__ __forceinline__
+#else
+#define NNC_DEV inline
+#endif
+
+namespace nnc {
+namespace gpu {
+
+// Per-chunk status codes written by rans_decode_chunks (0: fine).
+enum : int {
+  kBadTable = 1,       // presence map / frequencies malformed
+  kBadLayout = 2,      // sub-block headers do not add up to the payload
+  kBadState = 3,       // a stored lane state outside [2^15, 2^31)
+  kBadStream = 4,      // words left over or missing, or a final state not 2^15
+  kTooManyWords = 5,   // a sub-block declares more words than symbols
+  kTooManyBlocks = 6,  // more sub-blocks than one thread block handles
+};
+
+constexpr nnc_u32 kMaxSubblocks = 64;  // 2^18 symbols / 2^12
+constexpr nnc_u32 kChunkLog2 = 18;
+
+// One rANS chunk of one plane (the host fills these; 40 bytes, 8-aligned).
+struct RansChunk {
+  nnc_u64 payload;  // offset of the payload in the frame
+  nnc_u64 out;      // offset of its first symbol in the planes buffer
+  nnc_u64 first;    // index of its first symbol within its plane (row offsets)
+  nnc_u32 length;   // payload bytes
+  nnc_u32 symbols;  // symbols of the chunk
+  nnc_u32 shifted;  // 1: the last plane of a version 2 frame (add row offsets)
+  nnc_u32 pad;
+};
+
+// Where byte j of the elements of one chunk comes from (16 bytes).
+enum : nnc_u32 { kFromFrame = 0, kConstant = 1, kFromPlanes = 2, kFromExternal = 3 };
+struct PlaneSource {
+  nnc_u64 offset;  // of the chunk's first byte in its buffer
+  nnc_u32 kind;
+  nnc_u32 value;   // the byte of a constant chunk
+};
+
+NNC_DEV nnc_u32 load_u32(const nnc_u8* p) {
+  return nnc_u32(p[0]) | nnc_u32(p[1]) << 8 | nnc_u32(p[2]) << 16 | nnc_u32(p[3]) << 24;
+}
+NNC_DEV nnc_u16 load_u16(const nnc_u8* p) {
+  return static_cast<nnc_u16>(nnc_u32(p[0]) | nnc_u32(p[1]) << 8);
+}
+
+}  // namespace gpu
+}  // namespace nnc
+
+using namespace nnc;
+using namespace nnc::gpu;
+
+// grid: one block per rANS chunk; block: whole warps (4 is a good start).
+extern "C" __global__ void rans_decode_chunks(const nnc_u8* frame, const RansChunk* chunks,
+                                              nnc_u32 precision, nnc_u32 subblock_log2,
+                                              nnc_u8* planes, const nnc_u8* row_offsets,
+                                              nnc_u64 row_length, int* status) {
+  __shared__ nnc_u32 table[1u << 12];
+  __shared__ nnc_u32 freqs[256];
+  __shared__ nnc_u32 cum[257];
+  __shared__ nnc_u32 sub_words[kMaxSubblocks];
+  __shared__ nnc_u32 sub_at[kMaxSubblocks];  // states of sub-block b, from the payload start
+  __shared__ int ok;
+  const RansChunk c = chunks[blockIdx.x];
+  const nnc_u8* p = frame + c.payload;
+  const nnc_u32 block = 1u << subblock_log2;
+  const nnc_u32 subblocks = (c.symbols + block - 1) >> subblock_log2;
+  if (threadIdx.x == 0) {
+    int code = 0;
+    const nnc_u32 tlen = rans::parse_table(p, c.length, precision, freqs);
+    if (tlen == 0) {
+      code = kBadTable;
+    } else if (subblocks > kMaxSubblocks) {
+      code = kTooManyBlocks;
+    } else if (nnc_u64(tlen) + 4ull * subblocks > c.length) {
+      code = kBadLayout;
+    } else {
+      nnc_u64 at = tlen + 4ull * subblocks;
+      for (nnc_u32 b = 0; b < subblocks && code == 0; ++b) {
+        const nnc_u32 words = load_u32(p + tlen + 4u * b);
+        const nnc_u32 m = c.symbols - b * block < block ? c.symbols - b * block : block;
+        if (words > m) code = kTooManyWords;
+        sub_words[b] = words;
+        sub_at[b] = static_cast<nnc_u32>(at);
+        at += 4ull * rans::kLanes + 2ull * words;
+      }
+      if (code == 0 && at != c.length) code = kBadLayout;
+      nnc_u32 sum = 0;
+      for (nnc_u32 s = 0; s < 256u; ++s) {
+        cum[s] = sum;
+        sum += freqs[s];
+      }
+      cum[256] = sum;
+    }
+    ok = code == 0;
+    if (code) status[blockIdx.x] = code;
+  }
+  __syncthreads();
+  if (!ok) return;
+  // The decode table, a slot per thread: the symbol whose range holds it.
+  for (nnc_u32 slot = threadIdx.x; slot < (1u << precision); slot += blockDim.x) {
+    nnc_u32 lo = 0, hi = 256;  // cum[lo] <= slot < cum[hi]
+    while (hi - lo > 1) {
+      const nnc_u32 mid = (lo + hi) >> 1;
+      if (cum[mid] <= slot) lo = mid;
+      else hi = mid;
+    }
+    table[slot] = rans::pack_entry(lo, freqs[lo], slot - cum[lo]);
+  }
+  __syncthreads();
+  const nnc_u32 lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  const nnc_u32 mask = (1u << precision) - 1u;
+  for (nnc_u32 b = warp; b < subblocks; b += warps) {
+    const nnc_u32 base = b * block;
+    const nnc_u32 m = c.symbols - base < block ? c.symbols - base : block;
+    const nnc_u8* words = p + sub_at[b] + 4u * rans::kLanes;
+    const nnc_u32 nwords = sub_words[b];
+    nnc_u32 x = load_u32(p + sub_at[b] + 4u * lane);
+    const bool state_ok = x >= rans::kStateLow && x < rans::kStateHigh;
+    bool good = state_ok;
+    nnc_u32 wi = 0;
+    const nnc_u32 steps = (m + 31u) >> 5;  // the same trip count in every lane
+    for (nnc_u32 t = 0; t < steps; ++t) {
+      const nnc_u32 i = 32u * t + lane;
+      bool need = false;
+      if (i < m && good) {
+        const nnc_u32 e = table[x & mask];
+        nnc_u8 sym = static_cast<nnc_u8>(rans::entry_symbol(e));
+        if (c.shifted) sym = static_cast<nnc_u8>(sym + row_offsets[(c.first + base + i) / row_length]);
+        planes[c.out + base + i] = sym;
+        x = rans::decode_step(x, e, precision);
+        need = rans::decode_needs_word(x);
+      }
+      const unsigned ballot = __ballot_sync(0xFFFFFFFFu, need);
+      if (need) {
+        const nnc_u32 at = wi + __popc(ballot & ((1u << lane) - 1u));
+        if (at < nwords) x = rans::decode_refill(x, load_u16(words + 2u * at));
+        else good = false;
+      }
+      wi += __popc(ballot);
+    }
+    const bool end_ok = good && x == rans::kStateLow && wi == nwords;
+    const bool bad_state = __any_sync(0xFFFFFFFFu, !state_ok);
+    if (!__all_sync(0xFFFFFFFFu, end_ok) && lane == 0)
+      status[blockIdx.x] = bad_state ? kBadState : kBadStream;
+  }
+}
+
+// One thread per element (grid-stride): byte j of element g from its
+// chunk's source, the row offset added to raw and constant chunks of the
+// last plane of a version 2 frame (rans_decode_chunks and the CPU add it to
+// the chunks they decode), then the inverse reorder of
+// `layout` (0 none, 1 f64, 2 f32, 3 f16, 4 bf16, 5 f8_e4m3, 6 f8_e5m2, as
+// nnc::Layout). to_planes: write plane-major bytes instead of elements.
+extern "C" __global__ void merge_elements(const nnc_u8* frame, const nnc_u8* planes,
+                                          const nnc_u8* external, const PlaneSource* sources,
+                                          nnc_u32 k, nnc_u64 n, nnc_u32 chunks, nnc_u32 layout,
+                                          const nnc_u8* row_offsets, nnc_u64 row_length,
+                                          nnc_u32 to_planes, nnc_u8* out) {
+  const nnc_u64 stride = nnc_u64(gridDim.x) * blockDim.x;
+  for (nnc_u64 g = nnc_u64(blockIdx.x) * blockDim.x + threadIdx.x; g < n; g += stride) {
+    const nnc_u64 c = g >> kChunkLog2;
+    const nnc_u64 i = g & ((nnc_u64(1) << kChunkLog2) - 1u);
+    nnc_u64 word = 0;
+    for (nnc_u32 j = 0; j < k; ++j) {
+      const PlaneSource s = sources[nnc_u64(j) * chunks + c];
+      nnc_u8 v = s.kind == kConstant      ? static_cast<nnc_u8>(s.value)
+                 : s.kind == kFromFrame   ? frame[s.offset + i]
+                 : s.kind == kFromPlanes  ? planes[s.offset + i]
+                                          : external[s.offset + i];
+      if (row_length && j == k - 1 && (s.kind == kFromFrame || s.kind == kConstant))
+        v = static_cast<nnc_u8>(v + row_offsets[g / row_length]);
+      if (to_planes) out[nnc_u64(j) * n + g] = v;
+      else if (layout == 0) out[g * k + j] = v;
+      else word |= nnc_u64(v) << (8u * j);
+    }
+    if (to_planes || layout == 0) continue;
+    switch (layout) {
+      case 1: word = reorder_decode_word<nnc_u64>(word, 52); break;
+      case 2: word = reorder_decode_word<nnc_u32>(static_cast<nnc_u32>(word), 23); break;
+      case 3: word = reorder_decode_word<nnc_u16>(static_cast<nnc_u16>(word), 10); break;
+      case 4: word = reorder_decode_word<nnc_u16>(static_cast<nnc_u16>(word), 7); break;
+      case 5: word = reorder_decode_word<nnc_u8>(static_cast<nnc_u8>(word), 3); break;
+      default: word = reorder_decode_word<nnc_u8>(static_cast<nnc_u8>(word), 2); break;
+    }
+    for (nnc_u32 j = 0; j < k; ++j) out[g * k + j] = static_cast<nnc_u8>(word >> (8u * j));
+  }
+}
