@@ -30,6 +30,8 @@ def main() -> None:
         decode_on(backend, bad, max_decoded=arr.nbytes, layout="bfloat16", elements=True)
     except CorruptDataError as e:
         print("corrupt frame reported:", e)
+    else:
+        raise SystemExit("a corrupt frame decoded without an error")
     print("small case: exact")
 
 

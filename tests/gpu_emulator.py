@@ -46,6 +46,8 @@ class EmulatorBackend:
     #: The merge kernel strides over what one small grid does not cover:
     #: every emulated thread is an OS thread.
     max_grid = 2
+    #: Threads of a CRC block (the kernel joins however many pieces there are).
+    crc_block = 64
 
     def __init__(self, lib: Path) -> None:
         self.lib = ctypes.CDLL(str(lib))

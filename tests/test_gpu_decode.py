@@ -131,25 +131,34 @@ def _rans_frame() -> tuple[bytearray, dict, np.ndarray]:
 @pytest.mark.parametrize(
     ("where", "why"),
     [
-        (lambda r: int(r["payload"]) + 3, "malformed rANS table|rANS"),  # presence map
+        (lambda r: int(r["payload"]) + 3, "malformed rANS table"),  # presence map
         (lambda r: int(r["payload"]) + int(r["length"]) - 1, "corrupt rANS stream"),  # last word
-        (lambda r: int(r["payload"]) + int(r["length"]) // 2, "rANS"),  # inside the words
+        (lambda r: int(r["payload"]) + int(r["length"]) // 2, "rANS stream|CRC32C mismatch"),
+        (lambda r: int(r["payload"]) - 1000, "CRC32C mismatch"),  # the raw mantissa plane
     ],
-    ids=["table", "last-word", "middle"],
+    ids=["table", "last-word", "middle", "raw-chunk"],
 )
-def test_corrupt_rans_payloads_are_reported(backend: Any, where, why) -> None:
+def test_corrupt_frames_are_reported(backend: Any, where, why) -> None:
     frame, record, arr = _rans_frame()
-    at = where(record)
-    frame[at] ^= 0x5A
+    frame[where(record)] ^= 0x5A
     host = np.frombuffer(bytes(frame), np.uint8)
-    try:
-        out = decode_on(backend, host, max_decoded=arr.nbytes, layout="bfloat16", elements=True)
-    except CorruptDataError as e:
-        assert "plane 1 chunk 0" in str(e)
-        return
-    # A flip inside the words may still decode to wrong bytes: what the
-    # frame's CRC32C is for (not yet checked on the device; see decode.py).
-    assert not same_bits(backend.to_host(out).view(np_dtype("bfloat16")), arr)
+    with pytest.raises(CorruptDataError, match=why):
+        decode_on(backend, host, max_decoded=arr.nbytes, layout="bfloat16", elements=True)
+
+
+def test_the_checksum_covers_the_row_offsets(backend: Any) -> None:
+    arr = row_scaled("bfloat16", 300, 512, seed=10)
+    frame = bytearray(NumcodecsWeights(coder="rans", dtype="bfloat16").encode(arr))
+    assert plan_decode(np.frombuffer(bytes(frame), np.uint8), arr.nbytes).row_length == 512
+    frame[_row_offsets_at(bytes(frame), arr.nbytes) + 100] ^= 0x08  # row 100's offset
+    with pytest.raises(CorruptDataError, match="CRC32C mismatch"):
+        _gpu_elements(backend, bytes(frame), arr)
+
+
+def _row_offsets_at(frame: bytes, max_decoded: int) -> int:
+    from nncodecs.codecs._frame import frame_info
+
+    return int(frame_info(frame, max_decoded)["row_offsets_at"])
 
 
 def test_sub_block_headers_must_add_up(backend: Any) -> None:

@@ -26,3 +26,12 @@ extern "C" void emu_merge_elements(unsigned grid, unsigned block, const nnc_u8* 
                    row_length, to_planes, out);
   });
 }
+
+extern "C" void emu_crc_chunks(unsigned grid, unsigned block, const nnc_u8* frame,
+                               const nnc_u8* planes, const nnc_u8* external,
+                               const PlaneSource* sources, nnc_u32 k, nnc_u64 n, nnc_u32 chunks,
+                               const nnc_u8* row_offsets, nnc_u64 row_length, nnc_u32* crcs) {
+  simt::launch(grid, block, [&] {
+    crc_chunks(frame, planes, external, sources, k, n, chunks, row_offsets, row_length, crcs);
+  });
+}

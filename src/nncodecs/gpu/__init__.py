@@ -8,9 +8,9 @@ launches them through a backend: :class:`nncodecs.gpu.cupy_backend.CupyBackend`
 on a GPU, a SIMT emulator in the tests.
 
 Status (issue 7, in progress): decoding (rANS chunks, the plane merge with
-the inverse reorder, version 2 row offsets) is written and tested under the
-emulator; the device CRC32C check, the fused decode-and-merge kernel,
-encoding, and the codecs' CuPy dispatch are not there yet.
+the inverse reorder, version 2 row offsets, the frame's CRC32C) is written
+and tested under the emulator; the fused decode-and-merge kernel, encoding,
+and the codecs' CuPy dispatch are not there yet.
 """
 
 from __future__ import annotations

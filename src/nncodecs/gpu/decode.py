@@ -13,8 +13,9 @@ taken from there. The kernels report a status per chunk, turned here into
 A backend (``CupyBackend`` in ``nncodecs.gpu``; the tests' SIMT emulator)
 supplies device arrays and launches. Nothing here imports CuPy.
 
-Not yet: the CRC32C check on the device (the frame's checksum is not
-verified by this path), the merge fused into the rANS kernel, encoding.
+The frame's CRC32C is checked too: a CRC per (plane, chunk) computed on
+the device from the decoded bytes, joined on the host. Not yet: the merge
+fused into the rANS kernel, encoding.
 """
 
 from __future__ import annotations
@@ -96,6 +97,8 @@ class DecodePlan:
     rans_where: list[tuple[int, int]]  # (plane, chunk) of each record
     sources: np.ndarray  # PLANE_SOURCE, plane-major
     external: bool  # whether Huffman or zstd chunks need the CPU's planes
+    checksum: int | None  # the frame's CRC32C of the decoded planes
+    lengths: list[int]  # symbols of each (plane, chunk), index order
 
 
 def plan_decode(frame: np.ndarray, max_decoded: int) -> DecodePlan:
@@ -143,6 +146,8 @@ def plan_decode(frame: np.ndarray, max_decoded: int) -> DecodePlan:
         rans_where=where,
         sources=sources,
         external=external,
+        checksum=info["checksum"],
+        lengths=[int(c[5]) for c in info["chunks"]],
     )
 
 
@@ -226,4 +231,37 @@ def decode_on(
             out,
         ),
     )
+    if plan.checksum is not None:
+        _check_crc(backend, plan, (dev_frame, dev_planes, dev_external), dev_rows)
     return out
+
+
+CRC_BLOCK = 256
+
+
+def _check_crc(backend: Backend, plan: DecodePlan, buffers: tuple, dev_rows: Any) -> None:
+    """The frame's CRC32C over the decoded planes: a CRC per (plane, chunk) on the
+    device, joined here in index order, as the CPU decoder does."""
+    crcs = backend.empty(4 * len(plan.lengths))
+    backend.launch(
+        "crc_chunks",
+        len(plan.lengths),
+        getattr(backend, "crc_block", CRC_BLOCK),
+        (
+            *buffers,
+            backend.to_device(plan.sources.view(np.uint8)),
+            np.uint32(plan.planes),
+            np.uint64(plan.symbols),
+            np.uint32(plan.chunks),
+            dev_rows,
+            np.uint64(plan.row_length),
+            crcs,
+        ),
+    )
+    crc = 0
+    for part, length in zip(backend.to_host(crcs).view("<u4").tolist(), plan.lengths, strict=True):
+        crc = _core.crc32c_combine(crc, part, length)
+    if crc != plan.checksum:
+        raise CorruptDataError(
+            f"CRC32C mismatch: frame says {plan.checksum:08x}, decoded data gives {crc:08x}"
+        )

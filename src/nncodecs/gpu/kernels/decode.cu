@@ -53,6 +53,26 @@ struct PlaneSource {
   nnc_u32 value;   // the byte of a constant chunk
 };
 
+// CRC32C arithmetic, reflected (bit 31 is x^0): products of polynomials
+// modulo the Castagnoli polynomial, for joining the CRCs of pieces.
+constexpr nnc_u32 kCrcPoly = 0x82F63B78u;
+NNC_DEV nnc_u32 crc_mul(nnc_u32 a, nnc_u32 b) {  // a * b mod P
+  nnc_u32 p = 0;
+  for (nnc_u32 bit = 0x80000000u; bit; bit >>= 1) {
+    if (a & bit) p ^= b;
+    b = (b & 1u) ? (b >> 1) ^ kCrcPoly : b >> 1;  // b * x
+  }
+  return p;
+}
+NNC_DEV nnc_u32 crc_x8n(nnc_u64 n) {  // x^(8n) mod P
+  nnc_u32 result = 0x80000000u, base = 0x00800000u;  // 1, x^8
+  for (; n; n >>= 1) {
+    if (n & 1u) result = crc_mul(result, base);
+    base = crc_mul(base, base);
+  }
+  return result;
+}
+
 NNC_DEV nnc_u32 load_u32(const nnc_u8* p) {
   return nnc_u32(p[0]) | nnc_u32(p[1]) << 8 | nnc_u32(p[2]) << 16 | nnc_u32(p[3]) << 24;
 }
@@ -201,4 +221,55 @@ extern "C" __global__ void merge_elements(const nnc_u8* frame, const nnc_u8* pla
     }
     for (nnc_u32 j = 0; j < k; ++j) out[g * k + j] = static_cast<nnc_u8>(word >> (8u * j));
   }
+}
+
+// The CRC32C of every (plane, chunk)'s decoded bytes, one block each (grid:
+// planes x chunks, plane-major as the index), from the same sources as the
+// merge (row offsets added the same way), so that the host joins them into
+// the frame's checksum. Each thread takes a contiguous piece with a
+// byte-wise table; thread 0 joins the pieces (x^(8 len) products) and
+// turns the raw remainder into CRC32C (initial value and final xor ~0).
+extern "C" __global__ void crc_chunks(const nnc_u8* frame, const nnc_u8* planes,
+                                      const nnc_u8* external, const PlaneSource* sources,
+                                      nnc_u32 k, nnc_u64 n, nnc_u32 chunks,
+                                      const nnc_u8* row_offsets, nnc_u64 row_length,
+                                      nnc_u32* crcs) {
+  __shared__ nnc_u32 table[256];
+  __shared__ nnc_u32 pieces[1024];
+  for (nnc_u32 b = threadIdx.x; b < 256u; b += blockDim.x) {
+    nnc_u32 r = b;
+    for (int i = 0; i < 8; ++i) r = (r & 1u) ? (r >> 1) ^ kCrcPoly : r >> 1;
+    table[b] = r;
+  }
+  __syncthreads();
+  const nnc_u32 j = blockIdx.x / chunks, c = blockIdx.x % chunks;
+  const PlaneSource s = sources[blockIdx.x];
+  const nnc_u64 first = nnc_u64(c) << kChunkLog2;
+  const nnc_u64 m = n - first < (nnc_u64(1) << kChunkLog2) ? n - first : (nnc_u64(1) << kChunkLog2);
+  const nnc_u64 piece = (m + blockDim.x - 1) / blockDim.x;
+  const nnc_u64 begin = piece * threadIdx.x < m ? piece * threadIdx.x : m;
+  const nnc_u64 end = begin + piece < m ? begin + piece : m;
+  const bool add_rows = row_length && j == k - 1 && (s.kind == kFromFrame || s.kind == kConstant);
+  nnc_u32 crc = 0;  // raw remainder: no initial value, no final xor
+  for (nnc_u64 i = begin; i < end; ++i) {
+    nnc_u8 v = s.kind == kConstant     ? static_cast<nnc_u8>(s.value)
+               : s.kind == kFromFrame  ? frame[s.offset + i]
+               : s.kind == kFromPlanes ? planes[s.offset + i]
+                                       : external[s.offset + i];
+    if (add_rows) v = static_cast<nnc_u8>(v + row_offsets[(first + i) / row_length]);
+    crc = (crc >> 8) ^ table[(crc ^ v) & 0xFFu];
+  }
+  pieces[threadIdx.x] = crc;
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  nnc_u32 joined = 0;
+  const nnc_u32 step = crc_x8n(piece);  // every piece is `piece` long but the last ones
+  for (nnc_u32 t = 0; t < blockDim.x; ++t) {
+    const nnc_u64 b0 = piece * t < m ? piece * t : m;
+    const nnc_u64 len = (b0 + piece < m ? b0 + piece : m) - b0;
+    if (len == 0) break;
+    joined = crc_mul(joined, len == piece ? step : crc_x8n(len)) ^ pieces[t];
+  }
+  // CRC32C with initial value I over m bytes = raw ^ I * x^(8m), then the final xor.
+  crcs[blockIdx.x] = joined ^ crc_mul(0xFFFFFFFFu, crc_x8n(m)) ^ 0xFFFFFFFFu;
 }
