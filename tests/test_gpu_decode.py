@@ -20,7 +20,7 @@ from harness import np_dtype, row_scaled, same_bits, weights_like
 from nncodecs import CorruptDataError, NumcodecsAuto, NumcodecsRans, NumcodecsWeights
 from nncodecs.codecs.planes import split_array
 from nncodecs.dtypes import float_layout
-from nncodecs.gpu.decode import decode_on, plan_decode
+from nncodecs.gpu.decode import decode_on, fused_chunks, plan_decode
 
 
 def _gpu_present() -> bool:
@@ -199,3 +199,26 @@ def test_row_offsets_on_every_chunk_kind_of_the_last_plane(backend: Any) -> None
     )
     assert kinds == {0, 1, 2, 3}  # frame, constant, planes, external
     assert same_bits(_gpu_elements(backend, frame, arr).reshape(arr.shape), arr)
+
+
+def test_the_exponent_plane_decodes_fused(backend: Any) -> None:
+    # bfloat16 weights: the exponent plane is the only rANS plane of every
+    # chunk, so rans_decode_merge writes the elements and no merge runs; a
+    # chunk with two rANS planes (float32 below) goes through the planes.
+    arr = weights_like("bfloat16", 300_000, seed=11)  # 2 chunks a plane
+    frame = NumcodecsWeights(coder="rans", dtype="bfloat16").encode(arr)
+    plan = plan_decode(np.frombuffer(frame, np.uint8), arr.nbytes)
+    assert fused_chunks(plan).tolist() == [1, 1]
+    launches = getattr(backend, "launches", None)
+    if launches is not None:
+        launches.clear()
+    assert same_bits(_gpu_elements(backend, frame, arr), arr)
+    if launches is not None:
+        assert [name for name, _, _ in launches] == ["rans_decode_merge", "crc_chunks"]
+    skewed = (np.random.default_rng(12).geometric(0.2, (70_000, 4)) % 16).astype(np.uint8)
+    skewed[:, 3] += 60  # two skewed planes (bytes 2 and 3) and two more
+    f32 = skewed.view(np.float32).reshape(-1)
+    frame = NumcodecsWeights(coder="rans", dtype="float32").encode(f32)
+    plan = plan_decode(np.frombuffer(frame, np.uint8), f32.nbytes)
+    assert fused_chunks(plan).tolist() == [0]
+    assert same_bits(_gpu_elements(backend, frame, f32), f32)

@@ -7,10 +7,10 @@ with the CPU build (``rans_lane.h``, ``reorder_word.h``); the host side
 launches them through a backend: :class:`nncodecs.gpu.cupy_backend.CupyBackend`
 on a GPU, a SIMT emulator in the tests.
 
-Status (issue 7, in progress): decoding (rANS chunks, the plane merge with
-the inverse reorder, version 2 row offsets, the frame's CRC32C) is written
-and tested under the emulator; the fused decode-and-merge kernel, encoding,
-and the codecs' CuPy dispatch are not there yet.
+Status (issue 7, in progress): decoding (rANS chunks, fused with the plane
+merge and inverse reorder where the exponent plane is the only coded one,
+version 2 row offsets, the frame's CRC32C) is written and tested under the
+emulator; encoding and the codecs' CuPy dispatch are not there yet.
 """
 
 from __future__ import annotations

@@ -13,9 +13,12 @@ taken from there. The kernels report a status per chunk, turned here into
 A backend (``CupyBackend`` in ``nncodecs.gpu``; the tests' SIMT emulator)
 supplies device arrays and launches. Nothing here imports CuPy.
 
-The frame's CRC32C is checked too: a CRC per (plane, chunk) computed on
-the device from the decoded bytes, joined on the host. Not yet: the merge
-fused into the rANS kernel, encoding.
+Chunks whose only rANS plane is the last (the exponent plane, the usual
+case) decode fused, straight into elements, so that plane never goes to
+memory; the others through a planes buffer and the merge kernel. The
+frame's CRC32C is checked too: a CRC per (plane, chunk) computed on the
+device (for fused chunks, from the elements written), joined on the host.
+Not yet: encoding.
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ LAYOUT_CODES = {
     "float8_e5m2": 6,
 }
 
-FROM_FRAME, CONSTANT, FROM_PLANES, FROM_EXTERNAL = 0, 1, 2, 3
+FROM_FRAME, CONSTANT, FROM_PLANES, FROM_EXTERNAL, FROM_ELEMENTS = 0, 1, 2, 3, 4
 
 #: nnc::gpu::RansChunk and PlaneSource, byte for byte.
 RANS_CHUNK = np.dtype(
@@ -151,6 +154,32 @@ def plan_decode(frame: np.ndarray, max_decoded: int) -> DecodePlan:
     )
 
 
+def fused_chunks(plan: DecodePlan) -> np.ndarray:
+    """Per chunk, whether its only rANS plane is the last one (the exponent
+    plane): such chunks decode straight into elements (rans_decode_merge)."""
+    kinds = plan.sources["kind"].reshape(plan.planes, plan.chunks)
+    last_coded = kinds[-1] == FROM_PLANES
+    others_coded = (kinds[:-1] == FROM_PLANES).any(axis=0)
+    return (last_coded & ~others_coded).astype(np.uint8)
+
+
+def _run_rans(backend: Backend, plan: DecodePlan, picked: np.ndarray, name: str, args) -> None:
+    """Launch a rANS kernel over the records picked, and raise for any bad chunk."""
+    records = plan.rans[picked]
+    if not len(records):
+        return
+    status = backend.zeros_int32(len(records))
+    backend.launch(
+        name, len(records), RANS_BLOCK, args(backend.to_device(records.view(np.uint8)), status)
+    )
+    codes = backend.to_host(status)
+    bad = np.flatnonzero(codes)
+    if bad.size:
+        plane, index = [w for w, p in zip(plan.rans_where, picked, strict=True) if p][bad[0]]
+        why = STATUS_MESSAGES.get(int(codes[bad[0]]), f"status {int(codes[bad[0]])}")
+        raise CorruptDataError(f"plane {plane} chunk {index}: {why}")
+
+
 def decode_on(
     backend: Backend,
     frame: np.ndarray,
@@ -166,7 +195,9 @@ def decode_on(
     there); ``device_frame`` the same bytes on the device when they are
     there already. With ``elements`` the output holds elements (of the
     frame's plane count in bytes, inverse reorder of ``layout``), else the
-    planes one after another.
+    planes one after another. Chunks whose only rANS plane is the last
+    decode fused, straight into elements; the others go through the planes
+    buffer and the merge. Then the frame's CRC32C is checked.
     """
     plan = plan_decode(frame, max_decoded)
     k, n = plan.planes, plan.symbols
@@ -175,32 +206,13 @@ def decode_on(
     out = backend.empty(k * n)
     if k * n == 0:
         return out
+    code = np.uint32(LAYOUT_CODES[layout] if elements else 0)
+    fused = fused_chunks(plan) if elements else np.zeros(plan.chunks, np.uint8)
+    in_fused = np.array([bool(fused[c]) for _, c in plan.rans_where], dtype=bool)
     dev_frame = backend.to_device(frame) if device_frame is None else device_frame
     dev_rows = backend.to_device(plan.row_offsets)
-    dev_planes = backend.empty(k * n if len(plan.rans) else 1)
-    if len(plan.rans):
-        status = backend.zeros_int32(len(plan.rans))
-        backend.launch(
-            "rans_decode_chunks",
-            len(plan.rans),
-            RANS_BLOCK,
-            (
-                dev_frame,
-                backend.to_device(plan.rans.view(np.uint8)),
-                np.uint32(plan.precision),
-                np.uint32(plan.subblock_log2),
-                dev_planes,
-                dev_rows,
-                np.uint64(plan.row_length),
-                status,
-            ),
-        )
-        codes = backend.to_host(status)
-        bad = np.flatnonzero(codes)
-        if bad.size:
-            plane, index = plan.rans_where[bad[0]]
-            why = STATUS_MESSAGES.get(int(codes[bad[0]]), f"status {int(codes[bad[0]])}")
-            raise CorruptDataError(f"plane {plane} chunk {index}: {why}")
+    dev_sources = backend.to_device(plan.sources.view(np.uint8))
+    dev_planes = backend.empty(k * n if (~in_fused).any() else 1)
     if plan.external:
         from nncodecs.codecs._frame import decode_frame
 
@@ -210,56 +222,51 @@ def decode_on(
         dev_external = backend.to_device(np.asarray(cpu).view(np.uint8))
     else:
         dev_external = backend.empty(1)
-    limit = getattr(backend, "max_grid", MERGE_GRID_MAX)  # the merge strides over the rest
-    grid = max(1, min(limit, -(-n // MERGE_BLOCK)))
-    backend.launch(
-        "merge_elements",
-        grid,
-        MERGE_BLOCK,
-        (
-            dev_frame,
-            dev_planes,
-            dev_external,
-            backend.to_device(plan.sources.view(np.uint8)),
-            np.uint32(k),
-            np.uint64(n),
-            np.uint32(plan.chunks),
-            np.uint32(LAYOUT_CODES[layout] if elements else 0),
-            dev_rows,
-            np.uint64(plan.row_length),
-            np.uint32(0 if elements else 1),
-            out,
-        ),
-    )
+    precision, sb = np.uint32(plan.precision), np.uint32(plan.subblock_log2)
+    rows = np.uint64(plan.row_length)
+    _run_rans(backend, plan, ~in_fused, "rans_decode_chunks",
+              lambda recs, status: (dev_frame, recs, precision, sb, dev_planes, dev_rows, rows,
+                                    status))  # fmt: skip
+    _run_rans(backend, plan, in_fused, "rans_decode_merge",
+              lambda recs, status: (dev_frame, recs, precision, sb, dev_external, dev_sources,
+                                    np.uint32(k), np.uint64(n), np.uint32(plan.chunks), code,
+                                    dev_rows, rows, status, out))  # fmt: skip
+    if not fused.all():
+        limit = getattr(backend, "max_grid", MERGE_GRID_MAX)  # the merge strides over the rest
+        grid = max(1, min(limit, -(-n // MERGE_BLOCK)))
+        backend.launch(
+            "merge_elements",
+            grid,
+            MERGE_BLOCK,
+            (dev_frame, dev_planes, dev_external, dev_sources, np.uint32(k), np.uint64(n),
+             np.uint32(plan.chunks), code, dev_rows, rows, np.uint32(0 if elements else 1),
+             backend.to_device(fused), out),
+        )  # fmt: skip
     if plan.checksum is not None:
-        _check_crc(backend, plan, (dev_frame, dev_planes, dev_external), dev_rows)
+        sources = plan.sources.copy()
+        kinds = sources["kind"].reshape(k, plan.chunks)
+        kinds[-1][fused.astype(bool)] = FROM_ELEMENTS  # that plane is only in the elements
+        crcs = backend.empty(4 * len(plan.lengths))
+        backend.launch(
+            "crc_chunks",
+            len(plan.lengths),
+            getattr(backend, "crc_block", CRC_BLOCK),
+            (dev_frame, dev_planes, dev_external, backend.to_device(sources.view(np.uint8)),
+             np.uint32(k), np.uint64(n), np.uint32(plan.chunks), code, dev_rows, rows, out,
+             crcs),
+        )  # fmt: skip
+        _check_crc(plan, backend.to_host(crcs).view("<u4"))
     return out
 
 
 CRC_BLOCK = 256
 
 
-def _check_crc(backend: Backend, plan: DecodePlan, buffers: tuple, dev_rows: Any) -> None:
-    """The frame's CRC32C over the decoded planes: a CRC per (plane, chunk) on the
-    device, joined here in index order, as the CPU decoder does."""
-    crcs = backend.empty(4 * len(plan.lengths))
-    backend.launch(
-        "crc_chunks",
-        len(plan.lengths),
-        getattr(backend, "crc_block", CRC_BLOCK),
-        (
-            *buffers,
-            backend.to_device(plan.sources.view(np.uint8)),
-            np.uint32(plan.planes),
-            np.uint64(plan.symbols),
-            np.uint32(plan.chunks),
-            dev_rows,
-            np.uint64(plan.row_length),
-            crcs,
-        ),
-    )
+def _check_crc(plan: DecodePlan, crcs: np.ndarray) -> None:
+    """The frame's CRC32C from the device's CRC of every (plane, chunk), joined
+    in index order as the CPU decoder does."""
     crc = 0
-    for part, length in zip(backend.to_host(crcs).view("<u4").tolist(), plan.lengths, strict=True):
+    for part, length in zip(crcs.tolist(), plan.lengths, strict=True):
         crc = _core.crc32c_combine(crc, part, length)
     if crc != plan.checksum:
         raise CorruptDataError(

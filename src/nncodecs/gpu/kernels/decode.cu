@@ -46,7 +46,9 @@ struct RansChunk {
 };
 
 // Where byte j of the elements of one chunk comes from (16 bytes).
-enum : nnc_u32 { kFromFrame = 0, kConstant = 1, kFromPlanes = 2, kFromExternal = 3 };
+// kFromElements (CRC only): the byte of the reordered element already in the
+// output, where the fused kernel wrote a chunk without its plane.
+enum : nnc_u32 { kFromFrame = 0, kConstant = 1, kFromPlanes = 2, kFromExternal = 3, kFromElements = 4 };
 struct PlaneSource {
   nnc_u64 offset;  // of the chunk's first byte in its buffer
   nnc_u32 kind;
@@ -80,17 +82,89 @@ NNC_DEV nnc_u16 load_u16(const nnc_u8* p) {
   return static_cast<nnc_u16>(nnc_u32(p[0]) | nnc_u32(p[1]) << 8);
 }
 
+// What the merge reads: the frame, the decoded planes, the CPU's planes
+// (Huffman and zstd chunks), the source of every (plane, chunk), the row
+// offsets of a version 2 frame.
+struct MergeInput {
+  const nnc_u8* frame;
+  const nnc_u8* planes;
+  const nnc_u8* external;
+  const PlaneSource* sources;
+  const nnc_u8* row_offsets;
+  nnc_u64 row_length;
+  nnc_u64 n;
+  nnc_u32 k, chunks, layout;
+};
+
+// Byte j of element g (symbol i of chunk c) from its source; row offsets
+// added to raw and constant chunks of the last plane (rans_decode_* and the
+// CPU add them to what they decode).
+NNC_DEV nnc_u8 source_byte(const MergeInput& in, nnc_u32 j, nnc_u64 c, nnc_u64 i, nnc_u64 g) {
+  const PlaneSource s = in.sources[nnc_u64(j) * in.chunks + c];
+  nnc_u8 v = s.kind == kConstant      ? static_cast<nnc_u8>(s.value)
+             : s.kind == kFromFrame   ? in.frame[s.offset + i]
+             : s.kind == kFromPlanes  ? in.planes[s.offset + i]
+                                      : in.external[s.offset + i];
+  if (in.row_length && j == in.k - 1 && (s.kind == kFromFrame || s.kind == kConstant))
+    v = static_cast<nnc_u8>(v + in.row_offsets[g / in.row_length]);
+  return v;
+}
+
+// The inverse reorder of `layout` (0 none, 1 f64, 2 f32, 3 f16, 4 bf16,
+// 5 f8_e4m3, 6 f8_e5m2, as nnc::Layout) on a little-endian word.
+NNC_DEV nnc_u64 reorder_decode(nnc_u64 word, nnc_u32 layout) {
+  switch (layout) {
+    case 1: return reorder_decode_word<nnc_u64>(word, 52);
+    case 2: return reorder_decode_word<nnc_u32>(static_cast<nnc_u32>(word), 23);
+    case 3: return reorder_decode_word<nnc_u16>(static_cast<nnc_u16>(word), 10);
+    case 4: return reorder_decode_word<nnc_u16>(static_cast<nnc_u16>(word), 7);
+    case 5: return reorder_decode_word<nnc_u8>(static_cast<nnc_u8>(word), 3);
+    case 6: return reorder_decode_word<nnc_u8>(static_cast<nnc_u8>(word), 2);
+    default: return word;
+  }
+}
+NNC_DEV nnc_u64 reorder_encode(nnc_u64 word, nnc_u32 layout) {
+  switch (layout) {
+    case 1: return reorder_encode_word<nnc_u64>(word, 52);
+    case 2: return reorder_encode_word<nnc_u32>(static_cast<nnc_u32>(word), 23);
+    case 3: return reorder_encode_word<nnc_u16>(static_cast<nnc_u16>(word), 10);
+    case 4: return reorder_encode_word<nnc_u16>(static_cast<nnc_u16>(word), 7);
+    case 5: return reorder_encode_word<nnc_u8>(static_cast<nnc_u8>(word), 3);
+    case 6: return reorder_encode_word<nnc_u8>(static_cast<nnc_u8>(word), 2);
+    default: return word;
+  }
+}
+
+// Where rans_decode_* put a chunk's symbols: into the planes buffer, or
+// (fused) straight into the elements, with the chunk's other planes.
+struct ToPlanes {
+  nnc_u8* planes;
+  NNC_DEV void operator()(const RansChunk& c, nnc_u64 i, nnc_u8 sym) const { planes[c.out + i] = sym; }
+};
+struct ToElements {
+  MergeInput in;
+  nnc_u8* out;
+  NNC_DEV void operator()(const RansChunk& c, nnc_u64 i, nnc_u8 sym) const {
+    const nnc_u64 g = c.first + i, chunk = c.first >> kChunkLog2;
+    nnc_u64 word = nnc_u64(sym) << (8u * (in.k - 1));
+    for (nnc_u32 j = 0; j + 1 < in.k; ++j) word |= nnc_u64(source_byte(in, j, chunk, i, g)) << (8u * j);
+    word = reorder_decode(word, in.layout);
+    for (nnc_u32 j = 0; j < in.k; ++j) out[g * in.k + j] = static_cast<nnc_u8>(word >> (8u * j));
+  }
+};
+
 }  // namespace gpu
 }  // namespace nnc
 
 using namespace nnc;
 using namespace nnc::gpu;
 
-// grid: one block per rANS chunk; block: whole warps (4 is a good start).
-extern "C" __global__ void rans_decode_chunks(const nnc_u8* frame, const RansChunk* chunks,
-                                              nnc_u32 precision, nnc_u32 subblock_log2,
-                                              nnc_u8* planes, const nnc_u8* row_offsets,
-                                              nnc_u64 row_length, int* status) {
+// One rANS chunk per block, symbols to `sink`. grid: one block per rANS
+// chunk; block: whole warps (4 is a good start).
+template <class Sink>
+NNC_DEV void decode_chunk(const nnc_u8* frame, const RansChunk* chunks, nnc_u32 precision,
+                          nnc_u32 subblock_log2, const nnc_u8* row_offsets, nnc_u64 row_length,
+                          int* status, const Sink& sink) {
   __shared__ nnc_u32 table[1u << 12];
   __shared__ nnc_u32 freqs[256];
   __shared__ nnc_u32 cum[257];
@@ -163,7 +237,7 @@ extern "C" __global__ void rans_decode_chunks(const nnc_u8* frame, const RansChu
         const nnc_u32 e = table[x & mask];
         nnc_u8 sym = static_cast<nnc_u8>(rans::entry_symbol(e));
         if (c.shifted) sym = static_cast<nnc_u8>(sym + row_offsets[(c.first + base + i) / row_length]);
-        planes[c.out + base + i] = sym;
+        sink(c, base + i, sym);
         x = rans::decode_step(x, e, precision);
         need = rans::decode_needs_word(x);
       }
@@ -182,43 +256,54 @@ extern "C" __global__ void rans_decode_chunks(const nnc_u8* frame, const RansChu
   }
 }
 
-// One thread per element (grid-stride): byte j of element g from its
-// chunk's source, the row offset added to raw and constant chunks of the
-// last plane of a version 2 frame (rans_decode_chunks and the CPU add it to
-// the chunks they decode), then the inverse reorder of
-// `layout` (0 none, 1 f64, 2 f32, 3 f16, 4 bf16, 5 f8_e4m3, 6 f8_e5m2, as
-// nnc::Layout). to_planes: write plane-major bytes instead of elements.
+extern "C" __global__ void rans_decode_chunks(const nnc_u8* frame, const RansChunk* chunks,
+                                              nnc_u32 precision, nnc_u32 subblock_log2,
+                                              nnc_u8* planes, const nnc_u8* row_offsets,
+                                              nnc_u64 row_length, int* status) {
+  decode_chunk(frame, chunks, precision, subblock_log2, row_offsets, row_length, status,
+               ToPlanes{planes});
+}
+
+// Fused: chunks whose only rANS plane is the last (the exponent plane),
+// decoded straight into elements: that plane never goes to memory. The
+// other planes of those chunks are raw, constant or the CPU's.
+extern "C" __global__ void rans_decode_merge(const nnc_u8* frame, const RansChunk* chunks,
+                                             nnc_u32 precision, nnc_u32 subblock_log2,
+                                             const nnc_u8* external, const PlaneSource* sources,
+                                             nnc_u32 k, nnc_u64 n, nnc_u32 nchunks,
+                                             nnc_u32 layout, const nnc_u8* row_offsets,
+                                             nnc_u64 row_length, int* status, nnc_u8* out) {
+  const MergeInput in{frame, nullptr, external, sources, row_offsets, row_length, n, k, nchunks, layout};
+  decode_chunk(frame, chunks, precision, subblock_log2, row_offsets, row_length, status,
+               ToElements{in, out});
+}
+
+// One thread per element (grid-stride), but for the chunks rans_decode_merge
+// wrote (`fused`, a byte per chunk): every byte from its source
+// (source_byte), then the inverse reorder of `layout`. to_planes: write
+// plane-major bytes instead of elements.
 extern "C" __global__ void merge_elements(const nnc_u8* frame, const nnc_u8* planes,
                                           const nnc_u8* external, const PlaneSource* sources,
                                           nnc_u32 k, nnc_u64 n, nnc_u32 chunks, nnc_u32 layout,
                                           const nnc_u8* row_offsets, nnc_u64 row_length,
-                                          nnc_u32 to_planes, nnc_u8* out) {
+                                          nnc_u32 to_planes, const nnc_u8* fused, nnc_u8* out) {
+  const MergeInput in{frame, planes, external, sources, row_offsets, row_length, n, k, chunks, layout};
   const nnc_u64 stride = nnc_u64(gridDim.x) * blockDim.x;
   for (nnc_u64 g = nnc_u64(blockIdx.x) * blockDim.x + threadIdx.x; g < n; g += stride) {
     const nnc_u64 c = g >> kChunkLog2;
+    if (fused[c]) continue;  // written by rans_decode_merge
     const nnc_u64 i = g & ((nnc_u64(1) << kChunkLog2) - 1u);
+    if (to_planes) {
+      for (nnc_u32 j = 0; j < k; ++j) out[nnc_u64(j) * n + g] = source_byte(in, j, c, i, g);
+      continue;
+    }
     nnc_u64 word = 0;
-    for (nnc_u32 j = 0; j < k; ++j) {
-      const PlaneSource s = sources[nnc_u64(j) * chunks + c];
-      nnc_u8 v = s.kind == kConstant      ? static_cast<nnc_u8>(s.value)
-                 : s.kind == kFromFrame   ? frame[s.offset + i]
-                 : s.kind == kFromPlanes  ? planes[s.offset + i]
-                                          : external[s.offset + i];
-      if (row_length && j == k - 1 && (s.kind == kFromFrame || s.kind == kConstant))
-        v = static_cast<nnc_u8>(v + row_offsets[g / row_length]);
-      if (to_planes) out[nnc_u64(j) * n + g] = v;
-      else if (layout == 0) out[g * k + j] = v;
-      else word |= nnc_u64(v) << (8u * j);
+    if (layout == 0) {
+      for (nnc_u32 j = 0; j < k; ++j) out[g * k + j] = source_byte(in, j, c, i, g);
+      continue;
     }
-    if (to_planes || layout == 0) continue;
-    switch (layout) {
-      case 1: word = reorder_decode_word<nnc_u64>(word, 52); break;
-      case 2: word = reorder_decode_word<nnc_u32>(static_cast<nnc_u32>(word), 23); break;
-      case 3: word = reorder_decode_word<nnc_u16>(static_cast<nnc_u16>(word), 10); break;
-      case 4: word = reorder_decode_word<nnc_u16>(static_cast<nnc_u16>(word), 7); break;
-      case 5: word = reorder_decode_word<nnc_u8>(static_cast<nnc_u8>(word), 3); break;
-      default: word = reorder_decode_word<nnc_u8>(static_cast<nnc_u8>(word), 2); break;
-    }
+    for (nnc_u32 j = 0; j < k; ++j) word |= nnc_u64(source_byte(in, j, c, i, g)) << (8u * j);
+    word = reorder_decode(word, layout);
     for (nnc_u32 j = 0; j < k; ++j) out[g * k + j] = static_cast<nnc_u8>(word >> (8u * j));
   }
 }
@@ -231,9 +316,10 @@ extern "C" __global__ void merge_elements(const nnc_u8* frame, const nnc_u8* pla
 // turns the raw remainder into CRC32C (initial value and final xor ~0).
 extern "C" __global__ void crc_chunks(const nnc_u8* frame, const nnc_u8* planes,
                                       const nnc_u8* external, const PlaneSource* sources,
-                                      nnc_u32 k, nnc_u64 n, nnc_u32 chunks,
+                                      nnc_u32 k, nnc_u64 n, nnc_u32 chunks, nnc_u32 layout,
                                       const nnc_u8* row_offsets, nnc_u64 row_length,
-                                      nnc_u32* crcs) {
+                                      const nnc_u8* elements, nnc_u32* crcs) {
+  const MergeInput in{frame, planes, external, sources, row_offsets, row_length, n, k, chunks, layout};
   __shared__ nnc_u32 table[256];
   __shared__ nnc_u32 pieces[1024];
   for (nnc_u32 b = threadIdx.x; b < 256u; b += blockDim.x) {
@@ -249,14 +335,16 @@ extern "C" __global__ void crc_chunks(const nnc_u8* frame, const nnc_u8* planes,
   const nnc_u64 piece = (m + blockDim.x - 1) / blockDim.x;
   const nnc_u64 begin = piece * threadIdx.x < m ? piece * threadIdx.x : m;
   const nnc_u64 end = begin + piece < m ? begin + piece : m;
-  const bool add_rows = row_length && j == k - 1 && (s.kind == kFromFrame || s.kind == kConstant);
   nnc_u32 crc = 0;  // raw remainder: no initial value, no final xor
   for (nnc_u64 i = begin; i < end; ++i) {
-    nnc_u8 v = s.kind == kConstant     ? static_cast<nnc_u8>(s.value)
-               : s.kind == kFromFrame  ? frame[s.offset + i]
-               : s.kind == kFromPlanes ? planes[s.offset + i]
-                                       : external[s.offset + i];
-    if (add_rows) v = static_cast<nnc_u8>(v + row_offsets[(first + i) / row_length]);
+    nnc_u8 v;
+    if (s.kind == kFromElements) {  // byte j of the reordered element
+      nnc_u64 word = 0;
+      for (nnc_u32 b = 0; b < k; ++b) word |= nnc_u64(elements[(first + i) * k + b]) << (8u * b);
+      v = static_cast<nnc_u8>(reorder_encode(word, layout) >> (8u * j));
+    } else {
+      v = source_byte(in, j, c, i, first + i);
+    }
     crc = (crc >> 8) ^ table[(crc ^ v) & 0xFFu];
   }
   pieces[threadIdx.x] = crc;
