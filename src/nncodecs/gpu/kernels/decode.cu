@@ -110,27 +110,23 @@ NNC_DEV nnc_u8 source_byte(const MergeInput& in, nnc_u32 j, nnc_u64 c, nnc_u64 i
   return v;
 }
 
-// The inverse reorder of `layout` (0 none, 1 f64, 2 f32, 3 f16, 4 bf16,
-// 5 f8_e4m3, 6 f8_e5m2, as nnc::Layout) on a little-endian word.
-NNC_DEV nnc_u64 reorder_decode(nnc_u64 word, nnc_u32 layout) {
-  switch (layout) {
-    case 1: return reorder_decode_word<nnc_u64>(word, 52);
-    case 2: return reorder_decode_word<nnc_u32>(static_cast<nnc_u32>(word), 23);
-    case 3: return reorder_decode_word<nnc_u16>(static_cast<nnc_u16>(word), 10);
-    case 4: return reorder_decode_word<nnc_u16>(static_cast<nnc_u16>(word), 7);
-    case 5: return reorder_decode_word<nnc_u8>(static_cast<nnc_u8>(word), 3);
-    case 6: return reorder_decode_word<nnc_u8>(static_cast<nnc_u8>(word), 2);
-    default: return word;
-  }
+// The reorder of `layout` (0 none, 1 f64, 2 f32, 3 f16, 4 bf16, 5 f8_e4m3,
+// 6 f8_e5m2, as nnc::Layout) on a little-endian word: inverse (Decode) or
+// forward.
+template <bool Decode, class U>
+NNC_DEV nnc_u64 reorder_as(nnc_u64 word, unsigned mantissa) {
+  const U w = static_cast<U>(word);
+  return Decode ? reorder_decode_word<U>(w, mantissa) : reorder_encode_word<U>(w, mantissa);
 }
-NNC_DEV nnc_u64 reorder_encode(nnc_u64 word, nnc_u32 layout) {
+template <bool Decode>
+NNC_DEV nnc_u64 reorder(nnc_u64 word, nnc_u32 layout) {
   switch (layout) {
-    case 1: return reorder_encode_word<nnc_u64>(word, 52);
-    case 2: return reorder_encode_word<nnc_u32>(static_cast<nnc_u32>(word), 23);
-    case 3: return reorder_encode_word<nnc_u16>(static_cast<nnc_u16>(word), 10);
-    case 4: return reorder_encode_word<nnc_u16>(static_cast<nnc_u16>(word), 7);
-    case 5: return reorder_encode_word<nnc_u8>(static_cast<nnc_u8>(word), 3);
-    case 6: return reorder_encode_word<nnc_u8>(static_cast<nnc_u8>(word), 2);
+    case 1: return reorder_as<Decode, nnc_u64>(word, 52);
+    case 2: return reorder_as<Decode, nnc_u32>(word, 23);
+    case 3: return reorder_as<Decode, nnc_u16>(word, 10);
+    case 4: return reorder_as<Decode, nnc_u16>(word, 7);
+    case 5: return reorder_as<Decode, nnc_u8>(word, 3);
+    case 6: return reorder_as<Decode, nnc_u8>(word, 2);
     default: return word;
   }
 }
@@ -148,7 +144,7 @@ struct ToElements {
     const nnc_u64 g = c.first + i, chunk = c.first >> kChunkLog2;
     nnc_u64 word = nnc_u64(sym) << (8u * (in.k - 1));
     for (nnc_u32 j = 0; j + 1 < in.k; ++j) word |= nnc_u64(source_byte(in, j, chunk, i, g)) << (8u * j);
-    word = reorder_decode(word, in.layout);
+    word = reorder<true>(word, in.layout);
     for (nnc_u32 j = 0; j < in.k; ++j) out[g * in.k + j] = static_cast<nnc_u8>(word >> (8u * j));
   }
 };
@@ -303,7 +299,7 @@ extern "C" __global__ void merge_elements(const nnc_u8* frame, const nnc_u8* pla
       continue;
     }
     for (nnc_u32 j = 0; j < k; ++j) word |= nnc_u64(source_byte(in, j, c, i, g)) << (8u * j);
-    word = reorder_decode(word, layout);
+    word = reorder<true>(word, layout);
     for (nnc_u32 j = 0; j < k; ++j) out[g * k + j] = static_cast<nnc_u8>(word >> (8u * j));
   }
 }
@@ -341,7 +337,7 @@ extern "C" __global__ void crc_chunks(const nnc_u8* frame, const nnc_u8* planes,
     if (s.kind == kFromElements) {  // byte j of the reordered element
       nnc_u64 word = 0;
       for (nnc_u32 b = 0; b < k; ++b) word |= nnc_u64(elements[(first + i) * k + b]) << (8u * b);
-      v = static_cast<nnc_u8>(reorder_encode(word, layout) >> (8u * j));
+      v = static_cast<nnc_u8>(reorder<false>(word, layout) >> (8u * j));
     } else {
       v = source_byte(in, j, c, i, first + i);
     }
