@@ -289,7 +289,7 @@ void frame_decode(py::handle dst, py::handle src, std::uint64_t max_decoded,
 // at about 3 GB/s).
 // Outputs of frame_decode_new of 1 MiB or more come from, and go back to, a
 // small cache of blocks: a tensor decoded after another was dropped (a model
-// streamed tensor by tensor, a Zarr array read chunk by chunk) then lands in
+// streamed tensor by tensor through the numcodecs codecs) then lands in
 // memory the kernel has already mapped and zeroed. Fresh pages cost the
 // kernel's page clearing, about 30% of the time to decode a 1 GiB model here
 // (outputs of 32 MiB and more always get fresh pages from glibc). A block
@@ -491,6 +491,10 @@ PYBIND11_MODULE(_core, m) {
         py::arg("layout") = "none", py::arg("elements") = false, py::arg("threads") = 0,
         "Decode a frame into a new uint8 array; None when it has zstd chunks (decode those "
         "first, then frame_decode).");
+  m.def(
+      "layout_code",
+      [](const std::string& name) { return static_cast<int>(parse_layout(name, "layout_code")); },
+      py::arg("name"), "nnc::Layout's number for a layout name (the GPU kernels take it).");
   m.def(
       "output_cache_clear", [] { output_cache().clear(); },
       "Free the blocks the output cache holds (outputs of frame_decode_new of 1 MiB or more "

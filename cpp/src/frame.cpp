@@ -137,6 +137,17 @@ bool estimate_choice(const std::uint32_t counts[256], std::size_t m, const Encod
   return true;
 }
 
+// Order-0 bits of symbols with these counts, in 16.16 fixed point.
+std::uint64_t entropy_bits16(const std::uint32_t counts[256]) {
+  std::uint64_t n = 0, sum = 0;
+  for (int s = 0; s < 256; ++s)
+    if (counts[s]) {
+      n += counts[s];
+      sum += std::uint64_t(counts[s]) * rans::log2_fixed16(counts[s]);
+    }
+  return n ? n * rans::log2_fixed16(n) - sum : 0;
+}
+
 // Whether a large chunk is near-uniform bytes (as mantissa planes are), from
 // 16 samples of 1 KiB spread over it: an order-0 entropy of at least 7.8
 // bits a byte there (coding would save under 2.5%, where the thresholds ask
@@ -149,13 +160,8 @@ bool surely_raw(const std::uint8_t* p, std::size_t m) {
     const std::uint8_t* q = p + i * stride;
     for (std::size_t j = 0; j < kPiece; ++j) ++counts[q[j]];
   }
-  // bits = n log2 n - sum c log2 c, in 16.16 fixed point
   constexpr std::uint64_t n = kPieces * kPiece;
-  std::uint64_t sum = 0;
-  for (int s = 0; s < 256; ++s)
-    if (counts[s]) sum += std::uint64_t(counts[s]) * rans::log2_fixed16(counts[s]);
-  const std::uint64_t bits = n * rans::log2_fixed16(n) - sum;
-  return bits * 10 >= n * 78 * 65536;  // >= 7.8 bits a byte
+  return entropy_bits16(counts) * 10 >= n * 78 * 65536;  // >= 7.8 bits a byte
 }
 
 // Encode one chunk: its mode, and its payload in `slot` (room for m bytes:
@@ -302,17 +308,6 @@ ExponentField exponent_field(Layout layout) {
   }
 }
 
-// Order-0 bits of symbols with these counts, in 16.16 fixed point.
-std::uint64_t entropy_bits16(const std::uint32_t counts[256]) {
-  std::uint64_t n = 0, sum = 0;
-  for (int s = 0; s < 256; ++s)
-    if (counts[s]) {
-      n += counts[s];
-      sum += std::uint64_t(counts[s]) * rans::log2_fixed16(counts[s]);
-    }
-  return n ? n * rans::log2_fixed16(n) - sum : 0;
-}
-
 // A row's offset comes from a sample of it: the first 64 bytes' worth of
 // elements (a cache line) of every 8 x 64 bytes, so that 7/8 of the input
 // is never read. The plan's entropies count the first 64 bytes of rows.
@@ -361,8 +356,9 @@ void plan_rows(const std::uint8_t* in, std::uint64_t n, std::uint64_t len, std::
 // Per-row offsets of the last plane, kept only when the order-0 entropy of
 // the shifted exponents, in chunk-sized groups of whole rows (a chunk has
 // one table), beats that of the plain ones by more than the offsets cost
-// plus 1/1024 of the plane (the margin keeps near ties at version 1: the
-// entropies come from samples). Only the exponent field is counted: the
+// plus 1/128 of the plane (the margin keeps marginal gains at version 1:
+// the entropies come from samples, and a shifted plane may move a chunk
+// from Huffman to the slower-encoding rANS). Only the exponent field is counted: the
 // shift moves nothing else. Empty: no shift. Reads an eighth of the input,
 // in parallel over the groups.
 std::vector<std::uint8_t> plan_row_shift(const EncodeParams& params, const std::uint8_t* in,

@@ -31,23 +31,13 @@ import numpy as np
 from nncodecs import _core
 from nncodecs.errors import CorruptDataError
 
-__all__ = ["Backend", "DecodePlan", "decode_on", "plan_decode"]
+__all__ = ["Backend", "DecodePlan", "decode_on", "fused_chunks", "plan_decode"]
 
 CHUNK_LOG2 = 18
 #: Threads of a rANS block: 4 warps, one sub-block each (2^18 / 2^16).
 RANS_BLOCK = 128
 MERGE_BLOCK = 256
 MERGE_GRID_MAX = 65535
-
-LAYOUT_CODES = {
-    "none": 0,
-    "float64": 1,
-    "float32": 2,
-    "float16": 3,
-    "bfloat16": 4,
-    "float8_e4m3fn": 5,
-    "float8_e5m2": 6,
-}
 
 FROM_FRAME, CONSTANT, FROM_PLANES, FROM_EXTERNAL, FROM_ELEMENTS = 0, 1, 2, 3, 4
 
@@ -201,12 +191,10 @@ def decode_on(
     """
     plan = plan_decode(frame, max_decoded)
     k, n = plan.planes, plan.symbols
-    if layout not in LAYOUT_CODES:
-        raise ValueError(f"unknown layout {layout!r}")
+    code = np.uint32(_core.layout_code(layout) if elements else 0)  # ValueError if unknown
     out = backend.empty(k * n)
     if k * n == 0:
         return out
-    code = np.uint32(LAYOUT_CODES[layout] if elements else 0)
     fused = fused_chunks(plan) if elements else np.zeros(plan.chunks, np.uint8)
     in_fused = np.array([bool(fused[c]) for _, c in plan.rans_where], dtype=bool)
     dev_frame = backend.to_device(frame) if device_frame is None else device_frame
