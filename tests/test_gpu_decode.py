@@ -14,38 +14,12 @@ from typing import Any
 
 import numpy as np
 import pytest
-from gpu_emulator import EmulatorBackend, build
 from harness import np_dtype, row_scaled, same_bits, weights_like
 
 from nncodecs import CorruptDataError, NumcodecsAuto, NumcodecsRans, NumcodecsWeights
 from nncodecs.codecs.planes import split_array
 from nncodecs.dtypes import float_layout
 from nncodecs.gpu.decode import decode_on, fused_chunks, plan_decode
-
-
-def _gpu_present() -> bool:
-    try:
-        import cupy
-
-        return cupy.cuda.runtime.getDeviceCount() > 0
-    except Exception:  # no CuPy, no driver, no device
-        return False
-
-
-@pytest.fixture(scope="module", params=["emulator", "cupy"])
-def backend(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """The same tests on the SIMT emulator (everywhere) and on a GPU (where there is one)."""
-    if request.param == "cupy":
-        if not _gpu_present():
-            pytest.skip("no CUDA GPU here (CuPy or a device missing)")
-        from nncodecs.gpu.cupy_backend import CupyBackend
-
-        return CupyBackend()
-    try:
-        lib = build(tmp_path_factory.mktemp("gpu-emulator"))
-    except RuntimeError as e:
-        pytest.fail(f"the emulated kernels did not build: {e}")
-    return EmulatorBackend(lib)
 
 
 def _gpu_elements(backend: Any, frame: bytes, arr: np.ndarray) -> np.ndarray:

@@ -3,6 +3,7 @@
 // The only C++ file that knows Python.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
 #include <cstdlib>
 #include <memory>
@@ -413,6 +414,134 @@ py::object frame_decode_new(py::handle src, std::uint64_t max_decoded, const std
   return out;
 }
 
+// ---- the GPU encoder's host: the CPU encoder's decisions, from statistics ----
+
+// A C-contiguous uint32 array of `rows` x 256 counts.
+py::array_t<std::uint32_t, py::array::c_style | py::array::forcecast> counts_array(
+    py::handle obj, std::size_t rows, const char* func, const char* what) {
+  auto a = py::array_t<std::uint32_t, py::array::c_style | py::array::forcecast>::ensure(obj);
+  if (!a || static_cast<std::size_t>(a.size()) != rows * 256)
+    throw py::value_error(std::string("nncodecs._core.") + func + ": " + what + " must hold " +
+                          std::to_string(rows) + " x 256 counts");
+  return a;
+}
+
+nnc::EncodeParams chunk_params(const std::string& coder, unsigned precision,
+                               unsigned subblock_log2, unsigned min_gain_permille) {
+  nnc::EncodeParams p;
+  p.coder = parse_coder(coder);
+  p.precision = precision;
+  p.subblock_log2 = subblock_log2;
+  p.min_gain_permille = min_gain_permille;
+  return p;
+}
+
+// Per chunk: what plan_chunk decides (kind: 0 raw, 1 constant, 4 zstd, all
+// final; 16 + 1 (try rANS) + 2 (try Huffman) to code) and a constant's byte.
+py::tuple plan_chunks(py::handle counts, py::handle samples, const std::vector<std::uint64_t>& lengths,
+                      const std::vector<std::int64_t>& zstd_lens, const std::string& coder,
+                      unsigned precision, unsigned subblock_log2, unsigned min_gain_permille) {
+  const std::size_t c = lengths.size();
+  if (zstd_lens.size() != c)
+    throw py::value_error("nncodecs._core.plan_chunks: one zstd length (or -1) a chunk");
+  auto cnt = counts_array(counts, c, "plan_chunks", "counts");
+  auto smp = counts_array(samples, c, "plan_chunks", "samples");
+  const nnc::EncodeParams params = chunk_params(coder, precision, subblock_log2, min_gain_permille);
+  py::bytes kinds(std::string(c, '\0')), values(std::string(c, '\0'));
+  char* k = PyBytes_AS_STRING(kinds.ptr());
+  char* v = PyBytes_AS_STRING(values.ptr());
+  for (std::size_t i = 0; i < c; ++i) {
+    const std::size_t m = static_cast<std::size_t>(lengths[i]);
+    const bool uniform = m >= nnc::kEstimateFrom && nnc::sample_is_raw(smp.data() + 256 * i);
+    const bool has_zstd = zstd_lens[i] >= 0;
+    const nnc::ChunkPlan plan = nnc::plan_chunk(uniform ? nullptr : cnt.data() + 256 * i, m,
+                                                params, has_zstd,
+                                                has_zstd ? std::uint32_t(zstd_lens[i]) : 0u);
+    k[i] = static_cast<char>(plan.try_rans || plan.try_huff
+                                 ? 16 + (plan.try_rans ? 1 : 0) + (plan.try_huff ? 2 : 0)
+                                 : static_cast<int>(plan.mode));
+    v[i] = static_cast<char>(plan.value);
+  }
+  return py::make_tuple(kinds, values);
+}
+
+// Per chunk coded with rANS only: the mode settle_chunk keeps (rans, raw or zstd).
+py::bytes settle_rans(const std::vector<std::uint64_t>& lengths,
+                      const std::vector<std::uint64_t>& rans_lens,
+                      const std::vector<std::int64_t>& zstd_lens, const std::string& coder,
+                      unsigned min_gain_permille) {
+  const std::size_t c = lengths.size();
+  if (rans_lens.size() != c || zstd_lens.size() != c)
+    throw py::value_error("nncodecs._core.settle_rans: one rANS and zstd length a chunk");
+  const nnc::EncodeParams params = chunk_params(coder, 11, 16, min_gain_permille);
+  nnc::ChunkPlan plan;
+  plan.try_rans = true;
+  std::string out(c, '\0');
+  for (std::size_t i = 0; i < c; ++i) {
+    const bool has_zstd = zstd_lens[i] >= 0;
+    out[i] = static_cast<char>(nnc::settle_chunk(plan, lengths[i], params, rans_lens[i],
+                                                 ~std::size_t(0), has_zstd,
+                                                 has_zstd ? std::uint32_t(zstd_lens[i]) : 0u));
+  }
+  return py::bytes(out);
+}
+
+// rANS tables of chunks from their counts: (normalised frequencies, rows x
+// 256 uint32; the tables' bytes, concatenated; where each begins).
+py::tuple rans_tables(py::handle counts, std::size_t rows, unsigned precision) {
+  if (precision < 10 || precision > 12)
+    throw py::value_error("nncodecs._core.rans_tables: precision must be 10..12");
+  auto cnt = counts_array(counts, rows, "rans_tables", "counts");
+  py::array_t<std::uint32_t> freqs(static_cast<py::ssize_t>(rows * 256));
+  std::vector<std::uint8_t> tables;
+  std::vector<std::uint64_t> at;
+  for (std::size_t i = 0; i < rows; ++i) {
+    int present = 0;
+    for (int s = 0; s < 256; ++s) present += cnt.data()[256 * i + s] != 0;
+    if (present < 2)
+      throw py::value_error("nncodecs._core.rans_tables: a rANS chunk needs two symbols or more");
+    nnc::detail::rans_normalize(cnt.data() + 256 * i, precision, freqs.mutable_data() + 256 * i);
+    at.push_back(tables.size());
+    nnc::detail::rans_write_table(freqs.data() + 256 * i, precision, &tables);
+  }
+  at.push_back(tables.size());
+  return py::make_tuple(freqs, py::bytes(reinterpret_cast<const char*>(tables.data()), tables.size()),
+                        at);
+}
+
+// A frame's header and index, for the GPU encoder: modes, values and
+// lengths a (plane, chunk) in index order.
+py::bytes frame_head(std::size_t src_len, unsigned planes, const std::string& coder,
+                     unsigned precision, unsigned subblock_log2, bool checksum, std::uint32_t crc,
+                     std::uint64_t row_length, py::bytes row_offsets, py::bytes modes,
+                     py::bytes values, const std::vector<std::uint64_t>& lengths) {
+  nnc::EncodeParams params = chunk_params(coder, precision, subblock_log2, 0);
+  params.planes = planes;
+  params.checksum = checksum;
+  nnc::Error err;
+  if (planes < 1 || planes > 255 || src_len % planes)
+    throw py::value_error("nncodecs._core.frame_head: bad plane count for the length");
+  const std::string m = modes, v = values, offsets = row_offsets;
+  const std::size_t n = src_len / planes;
+  const std::size_t count = std::size_t(planes) * ((n + nnc::kChunkSymbols - 1) >> nnc::kChunkLog2);
+  if (m.size() != count || v.size() != count || lengths.size() != count)
+    throw py::value_error("nncodecs._core.frame_head: " + std::to_string(count) +
+                          " chunks need as many modes, values and lengths");
+  if (row_length && offsets.size() != (n + row_length - 1) / row_length)
+    throw py::value_error("nncodecs._core.frame_head: one row offset a row");
+  std::vector<nnc::ChunkEntry> entries(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    const auto mode = static_cast<unsigned char>(m[i]);
+    if (mode > 4) throw py::value_error("nncodecs._core.frame_head: unknown chunk mode");
+    entries[i] = {static_cast<nnc::ChunkMode>(mode), static_cast<std::uint8_t>(v[i]), lengths[i]};
+  }
+  std::vector<std::uint8_t> head;
+  nnc::frame_head(&head, params, src_len, crc, row_length,
+                  reinterpret_cast<const std::uint8_t*>(offsets.data()),
+                  row_length ? offsets.size() : 0, entries.data(), count);
+  return py::bytes(reinterpret_cast<const char*>(head.data()), head.size());
+}
+
 const char* variant_name(nnc::Variant v) {
   return v == nnc::Variant::avx2 ? "avx2" : "scalar";
 }
@@ -495,6 +624,39 @@ PYBIND11_MODULE(_core, m) {
       "layout_code",
       [](const std::string& name) { return static_cast<int>(parse_layout(name, "layout_code")); },
       py::arg("name"), "nnc::Layout's number for a layout name (the GPU kernels take it).");
+  m.def("plan_chunks", &plan_chunks, py::arg("counts"), py::arg("samples"), py::arg("lengths"),
+        py::arg("zstd_lens"), py::arg("coder"), py::arg("precision"), py::arg("subblock_log2"),
+        py::arg("min_gain_permille"),
+        "The CPU encoder's first decision for each chunk, from its histogram and its sample's "
+        "(the GPU encoder's host): (kinds, values) as bytes.");
+  m.def("settle_rans", &settle_rans, py::arg("lengths"), py::arg("rans_lens"),
+        py::arg("zstd_lens"), py::arg("coder"), py::arg("min_gain_permille"),
+        "Modes the CPU encoder keeps for chunks coded with rANS only, from the sizes.");
+  m.def("rans_tables", &rans_tables, py::arg("counts"), py::arg("rows"), py::arg("precision"),
+        "Normalised rANS frequencies and table bytes of chunks, from their counts.");
+  m.def(
+      "row_shift_pays",
+      [](py::handle plain, py::handle shifted, std::size_t groups, std::uint64_t n,
+         std::uint64_t row_length) {
+        auto p = counts_array(plain, groups, "row_shift_pays", "plain");
+        auto s = counts_array(shifted, groups, "row_shift_pays", "shifted");
+        return nnc::row_shift_pays(p.data(), s.data(), groups, n, row_length);
+      },
+      py::arg("plain"), py::arg("shifted"), py::arg("groups"), py::arg("n"),
+      py::arg("row_length"),
+      "The row shift's decision (version 2) from per-group counts of sampled exponents.");
+  m.def("frame_head", &frame_head, py::arg("src_len"), py::arg("planes"), py::arg("coder"),
+        py::arg("precision"), py::arg("subblock_log2"), py::arg("checksum"), py::arg("crc"),
+        py::arg("row_length"), py::arg("row_offsets"), py::arg("modes"), py::arg("values"),
+        py::arg("lengths"), "A frame's header and chunk index for chunks encoded elsewhere.");
+  m.def(
+      "exponent_field",
+      [](const std::string& layout) {
+        unsigned shift = 0, bits = 0;
+        nnc::exponent_field(parse_layout(layout, "exponent_field"), &shift, &bits);
+        return py::make_tuple(shift, bits);
+      },
+      py::arg("layout"), "(lowest bit, width) of a layout's exponent field; width 0: none.");
   m.def(
       "output_cache_clear", [] { output_cache().clear(); },
       "Free the blocks the output cache holds (outputs of frame_decode_new of 1 MiB or more "

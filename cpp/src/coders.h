@@ -66,6 +66,10 @@ MergePtrsKernel merge_ptrs_kernel();
 // Frequencies summing to 2^precision, each >= 1 where counts > 0 (>= 2 symbols present).
 void rans_normalize(const std::uint32_t counts[256], unsigned precision, std::uint32_t freqs[256]);
 
+// A chunk's table (presence map, then P bits a present symbol) appended to out.
+void rans_write_table(const std::uint32_t freqs[256], unsigned precision,
+                      std::vector<std::uint8_t>* out);
+
 // Huffman, code lengths <= kHuffmanMaxBits, 4 streams per sub-block.
 constexpr unsigned kHuffmanMaxBits = 11;
 constexpr unsigned kHuffmanStreams = 4;

@@ -105,10 +105,12 @@ std::vector<std::uint8_t>& coder_scratch(int which) {
   return buf[which];
 }
 
-// Chunks of at least this many symbols are judged on estimates (coders.h)
-// and only the coder that should win runs; smaller ones run every coder
-// allowed and compare exact sizes (tables weigh most there, and it is cheap).
-constexpr std::size_t kEstimateFrom = std::size_t(1) << 15;
+// Chunks of at least kEstimateFrom symbols are judged on estimates
+// (coders.h) and only the coder that should win runs; smaller ones run every
+// coder allowed and compare exact sizes (tables weigh most there, and it is
+// cheap).
+// A large chunk's sample (sample_histogram): pieces of 1 KiB spread over it.
+constexpr std::size_t kSamplePieces = 16, kSamplePiece = 1024;
 
 // From the estimates: which coders to run (false: none; the chunk stays raw
 // or takes its zstd candidate, as the caller decides). Estimates miss by well
@@ -117,8 +119,7 @@ constexpr std::size_t kEstimateFrom = std::size_t(1) << 15;
 // wrong pick in a near tie costs a fraction of a percent of one chunk, while
 // running both would halve the encoder's speed.
 bool estimate_choice(const std::uint32_t counts[256], std::size_t m, const EncodeParams& params,
-                     const std::uint8_t* zstd, std::uint32_t zstd_len, bool* try_rans,
-                     bool* try_huff) {
+                     const std::uint32_t* zstd_len, bool* try_rans, bool* try_huff) {
   constexpr std::size_t kNone = ~std::size_t(0);
   const std::size_t er =
       *try_rans ? detail::rans_estimate(counts, m, params.precision, params.subblock_log2) : kNone;
@@ -129,7 +130,7 @@ bool estimate_choice(const std::uint32_t counts[256], std::size_t m, const Encod
   const std::size_t permille =
       params.coder == Coder::automatic ? std::min(params.min_gain_permille, 1000u) : 50u;
   if (low * 1000 >= m * (1000 - permille)) return false;  // stays raw
-  if (zstd != nullptr && zstd_len < low) return false;     // zstd wins
+  if (zstd_len != nullptr && *zstd_len < low) return false;  // zstd wins
   if (er != kNone && eh != kNone) {  // only the one estimated smaller (rANS on a tie)
     *try_rans = er <= eh;
     *try_huff = !*try_rans;
@@ -148,72 +149,107 @@ std::uint64_t entropy_bits16(const std::uint32_t counts[256]) {
   return n ? n * rans::log2_fixed16(n) - sum : 0;
 }
 
-// Whether a large chunk is near-uniform bytes (as mantissa planes are), from
-// 16 samples of 1 KiB spread over it: an order-0 entropy of at least 7.8
-// bits a byte there (coding would save under 2.5%, where the thresholds ask
-// 5%) skips the whole-chunk histogram. Integer arithmetic (log2_fixed16).
-bool surely_raw(const std::uint8_t* p, std::size_t m) {
-  constexpr std::size_t kPieces = 16, kPiece = 1024;
-  std::uint32_t counts[256] = {0};
-  const std::size_t stride = m / kPieces;
-  for (std::size_t i = 0; i < kPieces; ++i) {
+// A large chunk's sample: 16 pieces of 1 KiB spread over it (m >= 2^14).
+void sample_histogram(const std::uint8_t* p, std::size_t m, std::uint32_t counts[256]) {
+  std::memset(counts, 0, 256 * sizeof(std::uint32_t));
+  const std::size_t stride = m / kSamplePieces;
+  for (std::size_t i = 0; i < kSamplePieces; ++i) {
     const std::uint8_t* q = p + i * stride;
-    for (std::size_t j = 0; j < kPiece; ++j) ++counts[q[j]];
+    for (std::size_t j = 0; j < kSamplePiece; ++j) ++counts[q[j]];
   }
-  constexpr std::uint64_t n = kPieces * kPiece;
-  return entropy_bits16(counts) * 10 >= n * 78 * 65536;  // >= 7.8 bits a byte
 }
+
+}  // namespace
+
+// Whether a large chunk is near-uniform bytes (as mantissa planes are), from
+// its sample (sample_histogram): an order-0 entropy of at least 7.8 bits a
+// byte there (coding would save under 2.5%, where the thresholds ask 5%)
+// skips the whole-chunk histogram. Integer arithmetic (log2_fixed16).
+bool sample_is_raw(const std::uint32_t sample[256]) {
+  constexpr std::uint64_t n = kSamplePieces * kSamplePiece;
+  return entropy_bits16(sample) * 10 >= n * 78 * 65536;  // >= 7.8 bits a byte
+}
+
+ChunkPlan plan_chunk(const std::uint32_t* counts, std::size_t m, const EncodeParams& params,
+                     bool has_zstd, std::uint32_t zstd_len) {
+  ChunkPlan plan;
+  if (counts != nullptr) {
+    int distinct = 0;
+    for (int s = 0; s < 256; ++s)
+      if (counts[s]) ++distinct, plan.value = static_cast<std::uint8_t>(s);
+    if (distinct == 1) {
+      plan.mode = ChunkMode::constant;
+      return plan;
+    }
+  }
+  plan.try_rans = params.coder != Coder::huffman;
+  plan.try_huff = params.coder != Coder::rans;
+  const unsigned permille =
+      params.coder == Coder::automatic ? std::min(params.min_gain_permille, 1000u) : 50u;
+  if (counts == nullptr ||
+      (m >= kEstimateFrom && !estimate_choice(counts, m, params, has_zstd ? &zstd_len : nullptr,
+                                              &plan.try_rans, &plan.try_huff))) {
+    plan.try_rans = plan.try_huff = false;
+    if (has_zstd && params.coder == Coder::automatic &&
+        std::size_t(zstd_len) * 1000 < m * (1000 - permille))
+      plan.mode = ChunkMode::zstd;
+  }
+  return plan;
+}
+
+ChunkMode settle_chunk(const ChunkPlan& plan, std::size_t m, const EncodeParams& params,
+                       std::size_t rans_len, std::size_t huff_len, bool has_zstd,
+                       std::uint32_t zstd_len) {
+  if (params.coder == Coder::automatic) {
+    // The smallest; on a tie the faster to decode (raw, Huffman, rANS, zstd).
+    // Raw stays unless the winner saves min_gain_permille of the chunk.
+    const unsigned permille = std::min(params.min_gain_permille, 1000u);
+    std::size_t winner = m;
+    ChunkMode best = ChunkMode::raw;
+    if (plan.try_huff && huff_len < winner) best = ChunkMode::huffman, winner = huff_len;
+    if (plan.try_rans && rans_len < winner) best = ChunkMode::rans, winner = rans_len;
+    if (has_zstd && zstd_len < winner) best = ChunkMode::zstd, winner = zstd_len;
+    return winner * 1000 < m * (1000 - permille) ? best : ChunkMode::raw;
+  }
+  // FORMAT: raw unless coding saves at least 5%, decided in integers.
+  const std::size_t size = plan.try_rans ? rans_len : huff_len;
+  if (size * 20 < m * 19) return plan.try_rans ? ChunkMode::rans : ChunkMode::huffman;
+  return ChunkMode::raw;
+}
+
+namespace {
 
 // Encode one chunk: its mode, and its payload in `slot` (room for m bytes:
 // a coded payload is kept only when smaller than raw) or external bytes.
+// plan_chunk decides from the histogram what to try, settle_chunk from the
+// sizes what to keep (the GPU encoder's host calls the same two).
 void choose(const std::uint8_t* p, std::size_t m, const EncodeParams& params,
             const std::uint8_t* zstd, std::uint32_t zstd_len, bool copy_raw, std::uint8_t* slot,
             int sub_threads, ChunkOut* out) {
   std::uint32_t counts[256];
   // Large near-uniform chunks stay raw (or take zstd) without a histogram.
-  const bool uniform = m >= kEstimateFrom && surely_raw(p, m);
-  if (!uniform) {
-    detail::histogram(p, m, counts);
-    int distinct = 0;
-    for (int s = 0; s < 256; ++s) distinct += counts[s] != 0;
-    if (distinct == 1) {
-      out->mode = ChunkMode::constant;
-      out->value = p[0];
-      return;
-    }
+  bool uniform = false;
+  if (m >= kEstimateFrom) {
+    sample_histogram(p, m, counts);
+    uniform = sample_is_raw(counts);
   }
-  bool try_rans = params.coder != Coder::huffman;
-  bool try_huff = params.coder != Coder::rans;
-  const unsigned permille =
-      params.coder == Coder::automatic ? std::min(params.min_gain_permille, 1000u) : 50u;
-  ChunkMode mode = ChunkMode::raw;
+  if (!uniform) detail::histogram(p, m, counts);
+  const ChunkPlan plan = plan_chunk(uniform ? nullptr : counts, m, params, zstd != nullptr, zstd_len);
+  ChunkMode mode = plan.mode;
   const std::vector<std::uint8_t>* coded = nullptr;
-  if (uniform || (m >= kEstimateFrom &&
-                  !estimate_choice(counts, m, params, zstd, zstd_len, &try_rans, &try_huff))) {
-    if (zstd != nullptr && params.coder == Coder::automatic &&
-        std::size_t(zstd_len) * 1000 < m * (1000 - permille))
-      mode = ChunkMode::zstd;
-  } else {
+  if (mode == ChunkMode::constant) {
+    out->mode = mode;
+    out->value = plan.value;
+    return;
+  }
+  if (plan.try_rans || plan.try_huff) {
     std::vector<std::uint8_t>& rans = coder_scratch(0);
     std::vector<std::uint8_t>& huff = coder_scratch(1);
-    if (try_rans)
+    if (plan.try_rans)
       detail::rans_encode_chunk(p, m, counts, params.precision, params.subblock_log2, &rans,
                                 sub_threads);
-    if (try_huff) detail::huffman_encode_chunk(p, m, counts, params.subblock_log2, &huff);
-    if (params.coder == Coder::automatic) {
-      // The smallest; on a tie the faster to decode (raw, Huffman, rANS, zstd).
-      // Raw stays unless the winner saves min_gain_permille of the chunk.
-      std::size_t winner = m;
-      ChunkMode best = ChunkMode::raw;
-      if (try_huff && huff.size() < winner) best = ChunkMode::huffman, winner = huff.size();
-      if (try_rans && rans.size() < winner) best = ChunkMode::rans, winner = rans.size();
-      if (zstd != nullptr && zstd_len < winner) best = ChunkMode::zstd, winner = zstd_len;
-      if (winner * 1000 < m * (1000 - permille)) mode = best;
-    } else {
-      // FORMAT: raw unless coding saves at least 5%, decided in integers.
-      const std::size_t size = try_rans ? rans.size() : huff.size();
-      if (size * 20 < m * 19) mode = try_rans ? ChunkMode::rans : ChunkMode::huffman;
-    }
+    if (plan.try_huff) detail::huffman_encode_chunk(p, m, counts, params.subblock_log2, &huff);
+    mode = settle_chunk(plan, m, params, rans.size(), huff.size(), zstd != nullptr, zstd_len);
     if (mode == ChunkMode::rans) coded = &rans;
     if (mode == ChunkMode::huffman) coded = &huff;
   }
@@ -372,28 +408,50 @@ std::vector<std::uint8_t> plan_row_shift(const EncodeParams& params, const std::
   const std::uint64_t group = std::max<std::uint64_t>(1, kChunkSymbols / len);  // rows a group
   const std::size_t groups = static_cast<std::size_t>((rows + group - 1) / group);
   offsets.resize(static_cast<std::size_t>(rows));
-  std::vector<double> saving(groups, 0);  // bytes
+  std::vector<std::uint32_t> plain(groups * 256, 0), shifted(groups * 256, 0);
   parallel_for(groups, params.threads, [&](std::size_t g) {
     const std::uint64_t row = g * group, count = std::min(group, rows - row);
-    std::uint32_t plain[256] = {0}, shifted[256] = {0};
+    std::uint32_t* pl = &plain[g * 256];
+    std::uint32_t* sh = &shifted[g * 256];
     std::uint8_t* o = offsets.data();
     switch (params.planes) {
-      case 1: plan_rows<std::uint8_t>(in, n, len, row, count, f, o, plain, shifted); break;
-      case 2: plan_rows<std::uint16_t>(in, n, len, row, count, f, o, plain, shifted); break;
-      case 4: plan_rows<std::uint32_t>(in, n, len, row, count, f, o, plain, shifted); break;
-      default: plan_rows<std::uint64_t>(in, n, len, row, count, f, o, plain, shifted); break;
+      case 1: plan_rows<std::uint8_t>(in, n, len, row, count, f, o, pl, sh); break;
+      case 2: plan_rows<std::uint16_t>(in, n, len, row, count, f, o, pl, sh); break;
+      case 4: plan_rows<std::uint32_t>(in, n, len, row, count, f, o, pl, sh); break;
+      default: plan_rows<std::uint64_t>(in, n, len, row, count, f, o, pl, sh); break;
     }
-    std::uint64_t samples = 0;
-    for (int s = 0; s < 256; ++s) samples += plain[s];
-    const double elements = double(std::min(n, (row + count) * len) - row * len);
-    const double bits = double(entropy_bits16(plain)) - double(entropy_bits16(shifted));
-    saving[g] = bits / 65536.0 / 8.0 * elements / double(std::max<std::uint64_t>(samples, 1));
   });
-  double total = 0;
-  for (double s : saving) total += s;
-  if (total <= double(rows + varint_size(len) + n / 128)) offsets.clear();
+  if (!row_shift_pays(plain.data(), shifted.data(), groups, n, len)) offsets.clear();
   return offsets;
 }
+
+}  // namespace
+
+void exponent_field(Layout layout, unsigned* shift, unsigned* bits) {
+  const ExponentField f = exponent_field(layout);
+  *shift = f.shift;
+  *bits = f.bits;
+}
+
+bool row_shift_pays(const std::uint32_t* plain, const std::uint32_t* shifted, std::size_t groups,
+                    std::uint64_t n, std::uint64_t len) {
+  if (len == 0) return false;
+  const std::uint64_t rows = (n + len - 1) / len;
+  const std::uint64_t group = std::max<std::uint64_t>(1, kChunkSymbols / len);
+  double total = 0;  // bytes saved, summed in group order
+  for (std::size_t g = 0; g < groups; ++g) {
+    const std::uint64_t row = g * group, count = std::min(group, rows - row);
+    std::uint64_t samples = 0;
+    for (int s = 0; s < 256; ++s) samples += plain[g * 256 + s];
+    const double elements = double(std::min(n, (row + count) * len) - row * len);
+    const double bits =
+        double(entropy_bits16(plain + g * 256)) - double(entropy_bits16(shifted + g * 256));
+    total += bits / 65536.0 / 8.0 * elements / double(std::max<std::uint64_t>(samples, 1));
+  }
+  return total > double(rows + varint_size(len) + n / 128);
+}
+
+namespace {
 
 bool check_params(const EncodeParams& p, std::size_t src_len, Error* err) {
   if (p.planes < 1 || p.planes > 255)
@@ -426,7 +484,74 @@ std::size_t frame_bound(std::size_t src_len, unsigned planes) {
 
 namespace {
 bool wants_zstd(const std::uint8_t* q, std::size_t m);
+
+// A frame's header and chunk index (docs/format.md): its size, and the
+// bytes, for entries with mode, value and length (the CPU encoder's
+// ChunkOut, the GPU host's ChunkEntry).
+template <class Entry>
+std::size_t frame_head_size(const EncodeParams& params, std::size_t src_len,
+                            std::uint64_t row_length, std::size_t rows, const Entry* e,
+                            std::size_t count) {
+  std::size_t index_len = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    index_len += 1;
+    if (e[i].mode == ChunkMode::constant) index_len += 1;
+    else if (e[i].mode != ChunkMode::raw) index_len += varint_size(e[i].length);
+  }
+  const std::size_t rows_len = row_length ? varint_size(row_length) + rows : 0;
+  return kFixedHeader + varint_size(src_len) + (params.checksum ? 4 : 0) + rows_len + index_len;
+}
+
+template <class Entry>
+std::size_t payload_size(const Entry* e, std::size_t count) {
+  std::size_t len = 0;
+  for (std::size_t i = 0; i < count; ++i)
+    if (e[i].mode != ChunkMode::constant) len += e[i].length;
+  return len;
+}
+
+// Returns where the payloads begin.
+template <class Entry>
+std::uint8_t* write_frame_head(std::uint8_t* p, const EncodeParams& params, std::size_t src_len,
+                               std::uint32_t crc, std::uint64_t row_length,
+                               const std::uint8_t* offsets, std::size_t rows, const Entry* e,
+                               std::size_t count) {
+  std::memcpy(p, kMagic, 4);
+  p[4] = row_length ? kFrameVersionRows : kFrameVersion;
+  p[5] = static_cast<std::uint8_t>(static_cast<unsigned>(params.coder) |
+                                   (params.checksum ? kFlagChecksum : 0u) |
+                                   (params.precision - rans::kMinPrecision) << 3 |
+                                   (params.subblock_log2 - rans::kMinSubblockLog2) << 5);
+  p[6] = static_cast<std::uint8_t>(params.planes);
+  p += kFixedHeader;
+  put_varint(p, src_len);
+  if (params.checksum) {
+    detail::store_u32(p, crc);
+    p += 4;
+  }
+  if (row_length) {
+    put_varint(p, row_length);
+    std::memcpy(p, offsets, rows);
+    p += rows;
+  }
+  for (std::size_t i = 0; i < count; ++i) {
+    *p++ = static_cast<std::uint8_t>(e[i].mode);
+    if (e[i].mode == ChunkMode::constant) *p++ = e[i].value;
+    else if (e[i].mode != ChunkMode::raw) put_varint(p, e[i].length);
+  }
+  return p;
+}
+
 }  // namespace
+
+std::size_t frame_head(std::vector<std::uint8_t>* dst, const EncodeParams& params,
+                       std::size_t src_len, std::uint32_t crc, std::uint64_t row_length,
+                       const std::uint8_t* offsets, std::size_t rows, const ChunkEntry* entries,
+                       std::size_t count) {
+  dst->resize(frame_head_size(params, src_len, row_length, rows, entries, count));
+  write_frame_head(dst->data(), params, src_len, crc, row_length, offsets, rows, entries, count);
+  return payload_size(entries, count);
+}
 
 Status frame_encode(void* dst, std::size_t dst_cap, std::size_t* written, const void* src,
                     std::size_t src_len, const EncodeParams& params, const External& zstd,
@@ -503,47 +628,18 @@ Status frame_encode(void* dst, std::size_t dst_cap, std::size_t* written, const 
   }
 
   std::uint32_t crc = 0;
-  std::size_t index_len = 0, payload_len = 0;
-  for (unsigned j = 0; j < k; ++j)
-    for (std::size_t c = 0; c < chunks; ++c) {
-      const ChunkOut& o = out[std::size_t(j) * chunks + c];
-      if (params.checksum) crc = crc32c_combine(crc, o.crc, chunk_symbols(n, c));
-      index_len += 1;
-      if (o.mode == ChunkMode::constant) index_len += 1;
-      else if (o.mode != ChunkMode::raw) index_len += varint_size(o.length);
-      if (o.mode != ChunkMode::constant) payload_len += o.length;
-    }
-  const std::size_t rows_len = rs.length ? varint_size(rs.length) + row_offsets.size() : 0;
-  const std::size_t total = kFixedHeader + varint_size(src_len) + (params.checksum ? 4 : 0) +
-                            rows_len + index_len + payload_len;
+  if (params.checksum)
+    for (std::size_t i = 0; i < out.size(); ++i)
+      crc = crc32c_combine(crc, out[i].crc, chunk_symbols(n, i % chunks));
+  const std::size_t total = frame_head_size(params, src_len, rs.length, row_offsets.size(),
+                                            out.data(), out.size()) +
+                            payload_size(out.data(), out.size());
   if (total > dst_cap)
     return fail(err, Status::dst_too_small, "frame needs %zu bytes, dst has %zu", total, dst_cap),
            err->status;
-
-  auto* p = static_cast<std::uint8_t*>(dst);
-  std::memcpy(p, kMagic, 4);
-  p[4] = rs.length ? kFrameVersionRows : kFrameVersion;
-  p[5] = static_cast<std::uint8_t>(static_cast<unsigned>(params.coder) |
-                                   (params.checksum ? kFlagChecksum : 0u) |
-                                   (params.precision - rans::kMinPrecision) << 3 |
-                                   (params.subblock_log2 - rans::kMinSubblockLog2) << 5);
-  p[6] = static_cast<std::uint8_t>(k);
-  p += kFixedHeader;
-  put_varint(p, src_len);
-  if (params.checksum) {
-    detail::store_u32(p, crc);
-    p += 4;
-  }
-  if (rs.length) {
-    put_varint(p, rs.length);
-    std::memcpy(p, row_offsets.data(), row_offsets.size());
-    p += row_offsets.size();
-  }
-  for (const ChunkOut& o : out) {
-    *p++ = static_cast<std::uint8_t>(o.mode);
-    if (o.mode == ChunkMode::constant) *p++ = o.value;
-    else if (o.mode != ChunkMode::raw) put_varint(p, o.length);
-  }
+  std::uint8_t* p = write_frame_head(static_cast<std::uint8_t*>(dst), params, src_len, crc,
+                                     rs.length, row_offsets.data(), row_offsets.size(),
+                                     out.data(), out.size());
   // Slots lie at or after where their payloads go (the index is at most
   // the room left for it): moving them in order never overwrites one unread.
   for (const ChunkOut& o : out) {

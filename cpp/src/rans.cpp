@@ -94,9 +94,8 @@ std::size_t rans_estimate(const std::uint32_t counts[256], std::size_t m, unsign
          (words > in_states ? words - in_states : 0);
 }
 
-namespace {
-
-void write_table(const std::uint32_t freqs[256], unsigned precision, std::vector<std::uint8_t>* out) {
+void rans_write_table(const std::uint32_t freqs[256], unsigned precision,
+                      std::vector<std::uint8_t>* out) {
   const std::size_t start = out->size();
   out->resize(start + 32, 0);
   unsigned present = 0;
@@ -119,8 +118,6 @@ void write_table(const std::uint32_t freqs[256], unsigned precision, std::vector
   }
   if (held) *o = static_cast<std::uint8_t>(acc);
 }
-
-}  // namespace
 
 namespace {
 
@@ -167,7 +164,7 @@ void rans_encode_chunk(const std::uint8_t* src, std::size_t m, const std::uint32
                        int threads) {
   std::uint32_t freqs[256];
   rans_normalize(counts, precision, freqs);
-  write_table(freqs, precision, out);
+  rans_write_table(freqs, precision, out);
   EncSymbol tab[256];
   RansEncTables simd_tab{};
   std::uint32_t cum = 0;

@@ -1,9 +1,10 @@
-// The GPU decode kernels under the SIMT emulator, as a shared library the
+// The GPU kernels (decode and encode) under the SIMT emulator, as a shared library the
 // tests load with ctypes (tests/gpu_emulator.py): one C entry per kernel,
 // taking what a CuPy launch takes.
 #include "simt_host.h"
 // The kernel source itself (compiled here as host C++).
 #include "../../src/nncodecs/gpu/kernels/decode.cu"
+#include "../../src/nncodecs/gpu/kernels/encode.cu"
 
 extern "C" void emu_rans_decode_chunks(unsigned grid, unsigned block, const nnc_u8* frame,
                                        const RansChunk* chunks, nnc_u32 precision,
@@ -48,5 +49,44 @@ extern "C" void emu_crc_chunks(unsigned grid, unsigned block, const nnc_u8* fram
   simt::launch(grid, block, [&] {
     crc_chunks(frame, planes, external, sources, k, n, chunks, layout, row_offsets, row_length,
                elements, crcs);
+  });
+}
+
+extern "C" void emu_row_stats(unsigned grid, unsigned block, const nnc_u8* in, nnc_u64 n,
+                              nnc_u32 k, nnc_u64 len, nnc_u64 group, nnc_u32 shift, nnc_u32 bits,
+                              nnc_u8* offsets, nnc_u32* plain, nnc_u32* shifted) {
+  simt::launch(grid, block,
+               [&] { row_stats(in, n, k, len, group, shift, bits, offsets, plain, shifted); });
+}
+
+extern "C" void emu_split_planes(unsigned grid, unsigned block, const nnc_u8* in, nnc_u64 n,
+                                 nnc_u32 k, nnc_u32 layout, const nnc_u8* row_offsets,
+                                 nnc_u64 row_length, nnc_u8* planes) {
+  simt::launch(grid, block,
+               [&] { split_planes(in, n, k, layout, row_offsets, row_length, planes); });
+}
+
+extern "C" void emu_chunk_stats(unsigned grid, unsigned block, const nnc_u8* planes, nnc_u64 n,
+                                nnc_u32 chunks, nnc_u32 probe, nnc_u32* counts, nnc_u32* samples,
+                                nnc_u32* wants_zstd) {
+  simt::launch(grid, block,
+               [&] { chunk_stats(planes, n, chunks, probe, counts, samples, wants_zstd); });
+}
+
+extern "C" void emu_rans_encode_chunks(unsigned grid, unsigned block, const nnc_u8* planes,
+                                       const EncodeChunk* chunks, const nnc_u32* freqs,
+                                       nnc_u32 precision, nnc_u32 subblock_log2, nnc_u8* words,
+                                       nnc_u32* states, nnc_u32* nwords) {
+  simt::launch(grid, block, [&] {
+    rans_encode_chunks(planes, chunks, freqs, precision, subblock_log2, words, states, nwords);
+  });
+}
+
+extern "C" void emu_assemble_frame(unsigned grid, unsigned block, const FramePiece* pieces,
+                                   const nnc_u8* planes, const nnc_u8* host, const nnc_u8* tables,
+                                   const nnc_u8* words, const nnc_u32* states,
+                                   const nnc_u32* nwords, nnc_u32 subblock_log2, nnc_u8* frame) {
+  simt::launch(grid, block, [&] {
+    assemble_frame(pieces, planes, host, tables, words, states, nwords, subblock_log2, frame);
   });
 }

@@ -54,6 +54,11 @@ inline unsigned __ballot_sync(unsigned /*mask*/, bool pred) {
 inline bool __all_sync(unsigned mask, bool pred) { return __ballot_sync(mask, pred) == 0xFFFFFFFFu; }
 inline bool __any_sync(unsigned mask, bool pred) { return __ballot_sync(mask, pred) != 0u; }
 inline int __popc(unsigned v) { return __builtin_popcount(v); }
+// The warp's threads meet (every lane of a warp calls it, as the kernels do).
+inline void __syncwarp(unsigned /*mask*/ = 0xFFFFFFFFu) {
+  simt::current->warps[threadIdx.x / 32]->gate.arrive_and_wait();
+}
+inline unsigned atomicAdd(unsigned* p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
 
 namespace simt {
 // Run kernel(args...) over grid x block threads (x dimension only).

@@ -17,10 +17,10 @@ import numpy as np
 __all__ = ["CupyBackend", "kernel_source"]
 
 _HERE = Path(__file__).parent
-HEADERS = ("rans_lane.h", "reorder_word.h")
 
 
 def _header(name: str) -> str:
+    """A header the kernels share with the CPU build (cpp/include/nncodecs)."""
     # Installed: copied next to the kernels (CMake); a source tree: cpp/include.
     for base in (_HERE / "include" / "nncodecs", _HERE.parents[2] / "cpp" / "include" / "nncodecs"):
         path = base / name
@@ -29,12 +29,34 @@ def _header(name: str) -> str:
     raise FileNotFoundError(f"nncodecs GPU kernels: shared header {name} is missing")
 
 
-def kernel_source(name: str = "decode.cu") -> str:
-    """A kernel file with the shared headers' text in place of their #include lines."""
-    source = (_HERE / "kernels" / name).read_text()
-    for header in HEADERS:
-        source = source.replace(f'#include "nncodecs/{header}"', _header(header))
-    return source
+#: The kernel files of the one module CuPy compiles (decode and encode).
+KERNELS = ("decode.cu", "encode.cu")
+
+
+def kernel_source(names: tuple[str, ...] = KERNELS) -> str:
+    """The module's source: the kernel files, each local ``#include``
+    (``common.cuh``) and shared header inlined once, in order."""
+    done: set[str] = set()
+
+    def inline(text: str) -> str:
+        out = []
+        for line in text.splitlines():
+            stripped = line.strip()
+            if stripped.startswith('#include "'):
+                name = stripped.split('"')[1]
+                if name not in done:
+                    done.add(name)
+                    if name.startswith("nncodecs/"):
+                        out.append(_header(name.removeprefix("nncodecs/")))
+                    else:
+                        out.append(inline((_HERE / "kernels" / name).read_text()))
+                continue
+            if stripped == "#pragma once":
+                continue
+            out.append(line)
+        return "\n".join(out)
+
+    return "\n".join(inline((_HERE / "kernels" / name).read_text()) for name in names)
 
 
 @functools.cache

@@ -31,7 +31,7 @@ import numpy as np
 from nncodecs import _core
 from nncodecs.errors import CorruptDataError
 
-__all__ = ["Backend", "DecodePlan", "decode_on", "fused_chunks", "plan_decode"]
+__all__ = ["Backend", "DecodePlan", "decode_on", "fused_chunks", "join_crcs", "plan_decode"]
 
 CHUNK_LOG2 = 18
 #: Threads of a rANS block: 4 warps, one sub-block each (2^18 / 2^16).
@@ -250,12 +250,18 @@ def decode_on(
 CRC_BLOCK = 256
 
 
-def _check_crc(plan: DecodePlan, crcs: np.ndarray) -> None:
-    """The frame's CRC32C from the device's CRC of every (plane, chunk), joined
-    in index order as the CPU decoder does."""
+def join_crcs(crcs: np.ndarray, lengths: list[int]) -> int:
+    """The CRC32C of a frame's planes from the CRC of every (plane, chunk),
+    joined in index order as the CPU does."""
     crc = 0
-    for part, length in zip(crcs.tolist(), plan.lengths, strict=True):
+    for part, length in zip(crcs.tolist(), lengths, strict=True):
         crc = _core.crc32c_combine(crc, part, length)
+    return crc
+
+
+def _check_crc(plan: DecodePlan, crcs: np.ndarray) -> None:
+    """The frame's CRC32C from the device's CRC of every (plane, chunk)."""
+    crc = join_crcs(crcs, plan.lengths)
     if crc != plan.checksum:
         raise CorruptDataError(
             f"CRC32C mismatch: frame says {plan.checksum:08x}, decoded data gives {crc:08x}"

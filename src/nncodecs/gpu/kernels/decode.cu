@@ -7,16 +7,9 @@
 // check every payload themselves and report per chunk, never fault.
 //
 // Compiled by NVRTC through CuPy with the shared headers inlined
-// (nncodecs/gpu/_module.py), by nvcc in the compile check, and as host C++
+// (nncodecs/gpu/cupy_backend.py), by nvcc in the compile check, and as host C++
 // under the SIMT emulator of the tests (tests/cuda/simt_host.h).
-#include "nncodecs/rans_lane.h"
-#include "nncodecs/reorder_word.h"
-
-#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
-#define NNC_DEV __device__ __forceinline__
-#else
-#define NNC_DEV inline
-#endif
+#include "common.cuh"
 
 namespace nnc {
 namespace gpu {
@@ -32,7 +25,6 @@ enum : int {
 };
 
 constexpr nnc_u32 kMaxSubblocks = 64;  // 2^18 symbols / 2^12
-constexpr nnc_u32 kChunkLog2 = 18;
 
 // One rANS chunk of one plane (the host fills these; 40 bytes, 8-aligned).
 struct RansChunk {
@@ -44,92 +36,6 @@ struct RansChunk {
   nnc_u32 shifted;  // 1: the last plane of a version 2 frame (add row offsets)
   nnc_u32 pad;
 };
-
-// Where byte j of the elements of one chunk comes from (16 bytes).
-// kFromElements (CRC only): the byte of the reordered element already in the
-// output, where the fused kernel wrote a chunk without its plane.
-enum : nnc_u32 { kFromFrame = 0, kConstant = 1, kFromPlanes = 2, kFromExternal = 3, kFromElements = 4 };
-struct PlaneSource {
-  nnc_u64 offset;  // of the chunk's first byte in its buffer
-  nnc_u32 kind;
-  nnc_u32 value;   // the byte of a constant chunk
-};
-
-// CRC32C arithmetic, reflected (bit 31 is x^0): products of polynomials
-// modulo the Castagnoli polynomial, for joining the CRCs of pieces.
-constexpr nnc_u32 kCrcPoly = 0x82F63B78u;
-NNC_DEV nnc_u32 crc_mul(nnc_u32 a, nnc_u32 b) {  // a * b mod P
-  nnc_u32 p = 0;
-  for (nnc_u32 bit = 0x80000000u; bit; bit >>= 1) {
-    if (a & bit) p ^= b;
-    b = (b & 1u) ? (b >> 1) ^ kCrcPoly : b >> 1;  // b * x
-  }
-  return p;
-}
-NNC_DEV nnc_u32 crc_x8n(nnc_u64 n) {  // x^(8n) mod P
-  nnc_u32 result = 0x80000000u, base = 0x00800000u;  // 1, x^8
-  for (; n; n >>= 1) {
-    if (n & 1u) result = crc_mul(result, base);
-    base = crc_mul(base, base);
-  }
-  return result;
-}
-
-NNC_DEV nnc_u32 load_u32(const nnc_u8* p) {
-  return nnc_u32(p[0]) | nnc_u32(p[1]) << 8 | nnc_u32(p[2]) << 16 | nnc_u32(p[3]) << 24;
-}
-NNC_DEV nnc_u16 load_u16(const nnc_u8* p) {
-  return static_cast<nnc_u16>(nnc_u32(p[0]) | nnc_u32(p[1]) << 8);
-}
-
-// What the merge reads: the frame, the decoded planes, the CPU's planes
-// (Huffman and zstd chunks), the source of every (plane, chunk), the row
-// offsets of a version 2 frame.
-struct MergeInput {
-  const nnc_u8* frame;
-  const nnc_u8* planes;
-  const nnc_u8* external;
-  const PlaneSource* sources;
-  const nnc_u8* row_offsets;
-  nnc_u64 row_length;
-  nnc_u64 n;
-  nnc_u32 k, chunks, layout;
-};
-
-// Byte j of element g (symbol i of chunk c) from its source; row offsets
-// added to raw and constant chunks of the last plane (rans_decode_* and the
-// CPU add them to what they decode).
-NNC_DEV nnc_u8 source_byte(const MergeInput& in, nnc_u32 j, nnc_u64 c, nnc_u64 i, nnc_u64 g) {
-  const PlaneSource s = in.sources[nnc_u64(j) * in.chunks + c];
-  nnc_u8 v = s.kind == kConstant      ? static_cast<nnc_u8>(s.value)
-             : s.kind == kFromFrame   ? in.frame[s.offset + i]
-             : s.kind == kFromPlanes  ? in.planes[s.offset + i]
-                                      : in.external[s.offset + i];
-  if (in.row_length && j == in.k - 1 && (s.kind == kFromFrame || s.kind == kConstant))
-    v = static_cast<nnc_u8>(v + in.row_offsets[g / in.row_length]);
-  return v;
-}
-
-// The reorder of `layout` (0 none, 1 f64, 2 f32, 3 f16, 4 bf16, 5 f8_e4m3,
-// 6 f8_e5m2, as nnc::Layout) on a little-endian word: inverse (Decode) or
-// forward.
-template <bool Decode, class U>
-NNC_DEV nnc_u64 reorder_as(nnc_u64 word, unsigned mantissa) {
-  const U w = static_cast<U>(word);
-  return Decode ? reorder_decode_word<U>(w, mantissa) : reorder_encode_word<U>(w, mantissa);
-}
-template <bool Decode>
-NNC_DEV nnc_u64 reorder(nnc_u64 word, nnc_u32 layout) {
-  switch (layout) {
-    case 1: return reorder_as<Decode, nnc_u64>(word, 52);
-    case 2: return reorder_as<Decode, nnc_u32>(word, 23);
-    case 3: return reorder_as<Decode, nnc_u16>(word, 10);
-    case 4: return reorder_as<Decode, nnc_u16>(word, 7);
-    case 5: return reorder_as<Decode, nnc_u8>(word, 3);
-    case 6: return reorder_as<Decode, nnc_u8>(word, 2);
-    default: return word;
-  }
-}
 
 // Where rans_decode_* put a chunk's symbols: into the planes buffer, or
 // (fused) straight into the elements, with the chunk's other planes.
@@ -151,9 +57,6 @@ struct ToElements {
 
 }  // namespace gpu
 }  // namespace nnc
-
-using namespace nnc;
-using namespace nnc::gpu;
 
 // One rANS chunk per block, symbols to `sink`. grid: one block per rANS
 // chunk; block: whole warps (4 is a good start).
@@ -302,58 +205,4 @@ extern "C" __global__ void merge_elements(const nnc_u8* frame, const nnc_u8* pla
     word = reorder<true>(word, layout);
     for (nnc_u32 j = 0; j < k; ++j) out[g * k + j] = static_cast<nnc_u8>(word >> (8u * j));
   }
-}
-
-// The CRC32C of every (plane, chunk)'s decoded bytes, one block each (grid:
-// planes x chunks, plane-major as the index), from the same sources as the
-// merge (row offsets added the same way), so that the host joins them into
-// the frame's checksum. Each thread takes a contiguous piece with a
-// byte-wise table; thread 0 joins the pieces (x^(8 len) products) and
-// turns the raw remainder into CRC32C (initial value and final xor ~0).
-extern "C" __global__ void crc_chunks(const nnc_u8* frame, const nnc_u8* planes,
-                                      const nnc_u8* external, const PlaneSource* sources,
-                                      nnc_u32 k, nnc_u64 n, nnc_u32 chunks, nnc_u32 layout,
-                                      const nnc_u8* row_offsets, nnc_u64 row_length,
-                                      const nnc_u8* elements, nnc_u32* crcs) {
-  const MergeInput in{frame, planes, external, sources, row_offsets, row_length, n, k, chunks, layout};
-  __shared__ nnc_u32 table[256];
-  __shared__ nnc_u32 pieces[1024];
-  for (nnc_u32 b = threadIdx.x; b < 256u; b += blockDim.x) {
-    nnc_u32 r = b;
-    for (int i = 0; i < 8; ++i) r = (r & 1u) ? (r >> 1) ^ kCrcPoly : r >> 1;
-    table[b] = r;
-  }
-  __syncthreads();
-  const nnc_u32 j = blockIdx.x / chunks, c = blockIdx.x % chunks;
-  const PlaneSource s = sources[blockIdx.x];
-  const nnc_u64 first = nnc_u64(c) << kChunkLog2;
-  const nnc_u64 m = n - first < (nnc_u64(1) << kChunkLog2) ? n - first : (nnc_u64(1) << kChunkLog2);
-  const nnc_u64 piece = (m + blockDim.x - 1) / blockDim.x;
-  const nnc_u64 begin = piece * threadIdx.x < m ? piece * threadIdx.x : m;
-  const nnc_u64 end = begin + piece < m ? begin + piece : m;
-  nnc_u32 crc = 0;  // raw remainder: no initial value, no final xor
-  for (nnc_u64 i = begin; i < end; ++i) {
-    nnc_u8 v;
-    if (s.kind == kFromElements) {  // byte j of the reordered element
-      nnc_u64 word = 0;
-      for (nnc_u32 b = 0; b < k; ++b) word |= nnc_u64(elements[(first + i) * k + b]) << (8u * b);
-      v = static_cast<nnc_u8>(reorder<false>(word, layout) >> (8u * j));
-    } else {
-      v = source_byte(in, j, c, i, first + i);
-    }
-    crc = (crc >> 8) ^ table[(crc ^ v) & 0xFFu];
-  }
-  pieces[threadIdx.x] = crc;
-  __syncthreads();
-  if (threadIdx.x != 0) return;
-  nnc_u32 joined = 0;
-  const nnc_u32 step = crc_x8n(piece);  // every piece is `piece` long but the last ones
-  for (nnc_u32 t = 0; t < blockDim.x; ++t) {
-    const nnc_u64 b0 = piece * t < m ? piece * t : m;
-    const nnc_u64 len = (b0 + piece < m ? b0 + piece : m) - b0;
-    if (len == 0) break;
-    joined = crc_mul(joined, len == piece ? step : crc_x8n(len)) ^ pieces[t];
-  }
-  // CRC32C with initial value I over m bytes = raw ^ I * x^(8m), then the final xor.
-  crcs[blockIdx.x] = joined ^ crc_mul(0xFFFFFFFFu, crc_x8n(m)) ^ 0xFFFFFFFFu;
 }

@@ -1,0 +1,370 @@
+"""Frames encoded by the GPU kernels (``kernels/encode.cu``), through a backend.
+
+The bytes equal the CPU encoder's for the same input and settings. The
+kernels do the data-parallel work: the row plan's statistics, the bit
+reorder and plane split, each chunk's histogram and sample (and auto's zstd
+probe), rANS coding, the CRC and the frame's assembly. Every decision is
+taken on the host by the CPU encoder's own functions (``_core.plan_chunks``,
+``_core.settle_rans``, ``_core.row_shift_pays``, ``_core.frame_head``), from
+statistics of a few KiB a chunk. What has no kernel runs on the CPU with the
+CPU's code and joins the frame as bytes: chunks that try Huffman (coder
+``huffman``, or ``auto`` where Huffman is estimated smaller, and chunks under
+2^15 symbols, which try every coder), and zstd candidates (``auto``).
+
+Inputs of at most ``host_below`` bytes (default: ``WHOLE_ZSTD_LIMIT``,
+256 KiB, the size up to which ``auto`` may write a whole-input zstd frame)
+are encoded on the CPU: copies to and from the device cost less there than
+the launches.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from nncodecs import _core
+from nncodecs.codecs._frame import (
+    CODERS,
+    DEFAULT_MIN_GAIN,
+    WHOLE_ZSTD_LIMIT,
+    _compress_pieces,
+    check_frame_params,
+    check_min_gain,
+    encode_frame,
+)
+from nncodecs.codecs._shell import get_threads
+from nncodecs.gpu.decode import (
+    CHUNK_LOG2,
+    CRC_BLOCK,
+    FROM_ELEMENTS,
+    FROM_PLANES,
+    MERGE_BLOCK,
+    MERGE_GRID_MAX,
+    PLANE_SOURCE,
+    RANS_BLOCK,
+    Backend,
+    join_crcs,
+)
+
+__all__ = ["encode_on"]
+
+#: nnc::gpu::EncodeChunk and FramePiece, byte for byte.
+ENCODE_CHUNK = np.dtype(
+    [
+        ("input", "<u8"),
+        ("words", "<u8"),
+        ("symbols", "<u4"),
+        ("first_sub", "<u4"),
+        ("freqs", "<u4"),
+        ("pad", "<u4"),
+    ]
+)
+FRAME_PIECE = np.dtype(
+    [
+        ("dst", "<u8"),
+        ("src", "<u8"),
+        ("words", "<u8"),
+        ("length", "<u4"),
+        ("kind", "<u4"),
+        ("first_sub", "<u4"),
+        ("subblocks", "<u4"),
+    ]
+)
+PIECE_FROM_PLANES, PIECE_FROM_HOST, PIECE_RANS = 0, 1, 2
+RAW, CONSTANT, RANS, HUFFMAN, ZSTD = 0, 1, 2, 3, 4
+MODES = {"raw": RAW, "constant": CONSTANT, "rans": RANS, "huffman": HUFFMAN, "zstd": ZSTD}
+#: plan_chunks' kinds: final below 16; 16 + 1 (try rANS) + 2 (try Huffman).
+CODE_RANS_ONLY = 17
+STATS_BLOCK = 256
+ROWS_BLOCK = 256
+MIN_ROW_LENGTH, ROW_SHIFT_FROM = 128, 1 << 16
+
+
+def _grid(backend: Backend, n: int) -> int:
+    return max(1, min(getattr(backend, "max_grid", MERGE_GRID_MAX), -(-n // MERGE_BLOCK)))
+
+
+def _u32(backend: Backend, arr: Any) -> np.ndarray:
+    return backend.to_host(arr).view("<u4")
+
+
+def encode_on(
+    backend: Backend,
+    data: Any,
+    *,
+    planes: int,
+    coder: str,
+    precision: int = 11,
+    subblock_log2: int = 16,
+    checksum: bool = True,
+    zstd_level: int = 3,
+    min_gain: float = DEFAULT_MIN_GAIN,
+    elements: bool = False,
+    layout: str = "none",
+    row_length: int = 0,
+    threads: int | None = None,
+    host_below: int = WHOLE_ZSTD_LIMIT,
+) -> Any:
+    """Encode a flat uint8 device array into a frame on the device (a uint8
+    device array), byte for byte what :func:`nncodecs.codecs._frame.encode_frame`
+    writes for the same bytes and settings."""
+    if coder not in CODERS:
+        raise ValueError(f"coder must be one of {', '.join(CODERS)}, got {coder!r}")
+    check_frame_params(planes, precision, subblock_log2, zstd_level)
+    permille = round(check_min_gain(min_gain) * 1000)
+    k = int(planes)
+    nbytes = int(data.size)
+    if nbytes % k:
+        raise ValueError(f"{nbytes} bytes is not {k} equal planes")
+    settings = {
+        "planes": k,
+        "coder": coder,
+        "precision": precision,
+        "subblock_log2": subblock_log2,
+        "checksum": checksum,
+        "layout": layout,
+        "elements": elements,
+    }
+    # The CPU encoder checks the settings it shares (layout against planes).
+    _core.frame_encode(np.zeros(0, np.uint8), **settings)
+    threads = threads or get_threads()
+    row_length = row_length if elements else 0
+    if nbytes <= max(host_below, WHOLE_ZSTD_LIMIT if coder == "auto" else 0):
+        frame = encode_frame(
+            backend.to_host(data), zstd_level=zstd_level, min_gain=min_gain, threads=threads,
+            row_length=row_length, **settings,
+        )  # fmt: skip
+        return backend.to_device(np.frombuffer(frame, np.uint8))
+
+    n = nbytes // k
+    chunks = (n + (1 << CHUNK_LOG2) - 1) >> CHUNK_LOG2
+    count = k * chunks
+    lengths = [min(1 << CHUNK_LOG2, n - (c << CHUNK_LOG2)) for c in range(chunks)] * k
+
+    def at(i: int) -> int:  # offset of (plane, chunk) i in the planes buffer
+        return (i // chunks) * n + ((i % chunks) << CHUNK_LOG2)
+
+    code = np.uint32(_core.layout_code(layout))
+    offsets, offsets_dev, rows_len = b"", backend.empty(1), 0
+    if row_length:
+        offsets_dev, rows_len = _row_plan(backend, data, n, k, layout, int(row_length))
+        if rows_len:
+            offsets = backend.to_host(offsets_dev).tobytes()
+    if elements and (k > 1 or layout != "none"):
+        planes_dev = backend.empty(nbytes)
+        backend.launch(
+            "split_planes", _grid(backend, n), MERGE_BLOCK,
+            (data, np.uint64(n), np.uint32(k), code, offsets_dev, np.uint64(rows_len), planes_dev),
+        )  # fmt: skip
+    else:
+        planes_dev = data
+
+    probe = coder == "auto"  # as encode_frame: auto probes inputs over TINY_BYTES
+    counts, samples, wants = (backend.empty(count * 1024), backend.empty(count * 1024),
+                              backend.empty(count * 4))  # fmt: skip
+    backend.launch(
+        "chunk_stats", count, STATS_BLOCK,
+        (planes_dev, np.uint64(n), np.uint32(chunks), np.uint32(probe), counts, samples, wants),
+    )  # fmt: skip
+    counts_h = _u32(backend, counts).reshape(count, 256)
+    zstd: list[bytes | None] = [None] * count
+    if probe:
+        wanted = _u32(backend, wants)
+        if wanted.any():
+            pieces = [
+                backend.to_host(planes_dev[at(i) : at(i) + lengths[i]]).tobytes() if w else None
+                for i, w in enumerate(wanted.tolist())
+            ]
+            zstd = _compress_pieces(pieces, zstd_level, threads)
+    zstd_lens = [-1 if z is None else len(z) for z in zstd]
+    kinds, values = _core.plan_chunks(
+        counts_h, _u32(backend, samples), lengths, zstd_lens, coder, precision, subblock_log2,
+        permille,
+    )  # fmt: skip
+
+    modes = bytearray(count)
+    sizes = [0] * count
+    host_parts: dict[int, bytes] = {}
+    on_device = [i for i in range(count) if kinds[i] == CODE_RANS_ONLY]
+    for i in range(count):
+        kind = kinds[i]
+        if kind < 16:  # final: raw, constant or zstd
+            modes[i] = kind
+            sizes[i] = lengths[i] if kind == RAW else 0
+            if kind == ZSTD:
+                host_parts[i] = zstd[i]
+                sizes[i] = len(zstd[i])
+        elif kind != CODE_RANS_ONLY:  # Huffman to try: the CPU's choice on the chunk's bytes
+            piece = backend.to_host(planes_dev[at(i) : at(i) + lengths[i]])
+            one = _core.frame_encode(
+                piece, planes=1, coder=coder, precision=precision, subblock_log2=subblock_log2,
+                checksum=False, zstd=[zstd[i]], min_gain_permille=permille, threads=threads,
+            )  # fmt: skip
+            _, _, mode, offset, length, _ = _core.frame_info(one, lengths[i])["chunks"][0]
+            modes[i] = MODES[mode]
+            sizes[i] = length
+            if mode != "raw":
+                host_parts[i] = one[offset : offset + length]
+    rans = _encode_rans(backend, planes_dev, counts_h, on_device, at, lengths, precision,
+                        subblock_log2)  # fmt: skip
+    if on_device:
+        settled = _core.settle_rans(
+            [lengths[i] for i in on_device], rans["sizes"], [zstd_lens[i] for i in on_device],
+            coder, permille,
+        )  # fmt: skip
+        for r, i in enumerate(on_device):
+            modes[i] = settled[r]
+            sizes[i] = {RANS: rans["sizes"][r], RAW: lengths[i]}.get(settled[r], zstd_lens[i])
+            if settled[r] == ZSTD:
+                host_parts[i] = zstd[i]
+
+    crc = _crc(backend, data, n, k, chunks, code, elements, lengths) if checksum else 0
+    head = _core.frame_head(
+        nbytes, k, coder, precision, subblock_log2, checksum, crc, rows_len, offsets,
+        bytes(modes), bytes(values), sizes,
+    )  # fmt: skip
+    return _assemble(backend, head, modes, sizes, at, host_parts, on_device, rans, planes_dev,
+                     subblock_log2)  # fmt: skip
+
+
+def _row_plan(
+    backend: Backend, data: Any, n: int, k: int, layout: str, length: int
+) -> tuple[Any, int]:
+    """The version 2 row plan (frame.cpp's plan_row_shift): the offsets on the
+    device and the row length, or (a dummy, 0) where the shift does not pay."""
+    shift, bits = _core.exponent_field(layout)
+    if bits == 0 or length < MIN_ROW_LENGTH or n < ROW_SHIFT_FROM:
+        return backend.empty(1), 0
+    rows = -(-n // length)
+    group = max(1, (1 << CHUNK_LOG2) // length)
+    groups = -(-rows // group)
+    offsets = backend.empty(rows)
+    plain, shifted = backend.empty(groups * 1024), backend.empty(groups * 1024)
+    backend.launch(
+        "row_stats", groups, ROWS_BLOCK,
+        (data, np.uint64(n), np.uint32(k), np.uint64(length), np.uint64(group), np.uint32(shift),
+         np.uint32(bits), offsets, plain, shifted),
+    )  # fmt: skip
+    if _core.row_shift_pays(_u32(backend, plain), _u32(backend, shifted), groups, n, length):
+        return offsets, length
+    return backend.empty(1), 0
+
+
+def _encode_rans(
+    backend: Backend,
+    planes_dev: Any,
+    counts: np.ndarray,
+    chosen: list[int],
+    at: Any,
+    lengths: list[int],
+    precision: int,
+    subblock_log2: int,
+) -> dict[str, Any]:
+    """rANS-code the chosen chunks on the device: their tables (on the host,
+    from the counts), the kernel's states and words, and each payload's size."""
+    if not chosen:
+        return {"sizes": []}
+    freqs, tables, table_at = _core.rans_tables(counts[chosen], len(chosen), precision)
+    block = 1 << subblock_log2
+    subs = [-(-lengths[i] // block) for i in chosen]
+    first_sub = np.concatenate([[0], np.cumsum(subs)]).astype(np.int64)
+    region = 2 * block  # the words of a sub-block: at most one per symbol
+    records = np.zeros(len(chosen), ENCODE_CHUNK)
+    for r, i in enumerate(chosen):
+        records[r] = (at(i), int(first_sub[r]) * region, lengths[i], int(first_sub[r]), r, 0)
+    total_subs = int(first_sub[-1])
+    words = backend.empty(total_subs * region)
+    states = backend.empty(total_subs * 128)
+    nwords = backend.empty(total_subs * 4)
+    backend.launch(
+        "rans_encode_chunks", len(chosen), RANS_BLOCK,
+        (planes_dev, backend.to_device(records.view(np.uint8)), backend.to_device(freqs),
+         np.uint32(precision), np.uint32(subblock_log2), words, states, nwords),
+    )  # fmt: skip
+    counted = _u32(backend, nwords).astype(np.int64)
+    sizes = []
+    for r in range(len(chosen)):
+        sub = counted[first_sub[r] : first_sub[r + 1]]
+        table_len = table_at[r + 1] - table_at[r]
+        sizes.append(int(table_len + 4 * subs[r] + 128 * subs[r] + 2 * sub.sum()))
+    return {
+        "sizes": sizes,
+        "tables": backend.to_device(np.frombuffer(tables, np.uint8)),
+        "table_at": table_at,
+        "first_sub": first_sub,
+        "subs": subs,
+        "region": region,
+        "words": words,
+        "states": states,
+        "nwords": nwords,
+    }
+
+
+def _crc(
+    backend: Backend, data: Any, n: int, k: int, chunks: int, code: Any, elements: bool,
+    lengths: list[int],
+) -> int:  # fmt: skip
+    """The frame's CRC32C of the planes (before any row shift), from the input."""
+    sources = np.zeros(k * chunks, PLANE_SOURCE)
+    if elements:  # byte j of each element after the reorder
+        sources["kind"] = FROM_ELEMENTS
+    else:
+        sources["kind"] = FROM_PLANES
+        index = np.arange(k * chunks, dtype=np.uint64)
+        sources["offset"] = (index // chunks) * n + ((index % chunks) << CHUNK_LOG2)
+    crcs = backend.empty(4 * k * chunks)
+    dummy = backend.empty(1)
+    backend.launch(
+        "crc_chunks", k * chunks, getattr(backend, "crc_block", CRC_BLOCK),
+        (dummy, dummy if elements else data, dummy, backend.to_device(sources.view(np.uint8)),
+         np.uint32(k), np.uint64(n), np.uint32(chunks), code, dummy, np.uint64(0),
+         data if elements else dummy, crcs),
+    )  # fmt: skip
+    return join_crcs(_u32(backend, crcs), lengths)
+
+
+def _assemble(
+    backend: Backend,
+    head: bytes,
+    modes: bytearray,
+    sizes: list[int],
+    at: Any,
+    host_parts: dict[int, bytes],
+    on_device: list[int],
+    rans: dict[str, Any],
+    planes_dev: Any,
+    subblock_log2: int,
+) -> Any:
+    """The frame on the device: the host's header, then every payload."""
+    row_of = {i: r for r, i in enumerate(on_device)}
+    pieces = []
+    host = bytearray()
+    dst = len(head)
+    for i, mode in enumerate(modes):
+        if mode == CONSTANT:
+            continue
+        if mode == RAW:
+            pieces.append((dst, at(i), 0, sizes[i], PIECE_FROM_PLANES, 0, 0))
+        elif i in host_parts:
+            pieces.append((dst, len(host), 0, sizes[i], PIECE_FROM_HOST, 0, 0))
+            host += host_parts[i]
+        else:  # rANS coded on the device
+            r = row_of[i]
+            table_len = rans["table_at"][r + 1] - rans["table_at"][r]
+            first = int(rans["first_sub"][r])
+            pieces.append((dst, rans["table_at"][r], first * rans["region"], table_len,
+                           PIECE_RANS, first, rans["subs"][r]))  # fmt: skip
+        dst += sizes[i]
+    frame = backend.empty(dst)
+    frame[: len(head)] = backend.to_device(np.frombuffer(head, np.uint8))
+    if pieces:
+        dummy = backend.empty(1)
+        backend.launch(
+            "assemble_frame", len(pieces), STATS_BLOCK,
+            (backend.to_device(np.array(pieces, FRAME_PIECE).view(np.uint8)), planes_dev,
+             backend.to_device(np.frombuffer(bytes(host) or b"\0", np.uint8)),
+             rans.get("tables", dummy), rans.get("words", dummy), rans.get("states", dummy),
+             rans.get("nwords", dummy), np.uint32(subblock_log2), frame),
+        )  # fmt: skip
+    return frame
