@@ -45,7 +45,7 @@ def build(directory: Path) -> Path:
 class EmulatorBackend:
     """nncodecs.gpu.decode's Backend protocol over NumPy arrays and the emulator."""
 
-    #: The merge kernel strides over what one small grid does not cover:
+    #: The split kernel strides over what one small grid does not cover:
     #: every emulated thread is an OS thread.
     max_grid = 2
     #: Threads of a CRC block (the kernel joins however many pieces there are).
@@ -68,6 +68,9 @@ class EmulatorBackend:
 
     def to_host(self, arr: Any) -> np.ndarray:
         return np.asarray(arr)
+
+    def concat(self, arrays: list[Any]) -> np.ndarray:
+        return np.concatenate([np.asarray(a).reshape(-1) for a in arrays])
 
     def launch(self, name: str, grid: int, block: int, args: tuple) -> None:
         self.launches.append((name, grid, block))

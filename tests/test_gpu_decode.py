@@ -19,7 +19,7 @@ from harness import np_dtype, row_scaled, same_bits, weights_like
 from nncodecs import CorruptDataError, NumcodecsAuto, NumcodecsRans, NumcodecsWeights
 from nncodecs.codecs.planes import split_array
 from nncodecs.dtypes import float_layout
-from nncodecs.gpu.decode import decode_on, fused_chunks, plan_decode
+from nncodecs.gpu.decode import decode_frames, decode_on, fused_chunks, plan_decode
 
 
 def _gpu_elements(backend: Any, frame: bytes, arr: np.ndarray) -> np.ndarray:
@@ -152,9 +152,10 @@ def test_sub_block_headers_must_add_up(backend: Any) -> None:
         )
 
 
-def test_row_offsets_on_every_chunk_kind_of_the_last_plane(backend: Any) -> None:
-    # As in test_rowshift: row-scaled rows (rANS), rows of 1.0 (constant, row offset 127),
-    # random bits (raw), repeated rows (zstd, from the CPU), 8 chunks a plane.
+def _every_chunk_kind() -> np.ndarray:
+    """bfloat16 rows whose last plane holds every chunk kind (as in
+    test_rowshift): row-scaled rows (rANS), rows of 1.0 (constant, row offset
+    127), random bits (raw), repeated rows (zstd, from the CPU), 8 chunks."""
     rng = np.random.default_rng(7)
     bits = np.concatenate(
         [
@@ -164,7 +165,11 @@ def test_row_offsets_on_every_chunk_kind_of_the_last_plane(backend: Any) -> None
             np.tile(row_scaled("bfloat16", 16, 1024, seed=9).view(np.uint16), (48, 1)),
         ]
     )
-    arr = bits.view(np_dtype("bfloat16"))
+    return bits.view(np_dtype("bfloat16"))
+
+
+def test_row_offsets_on_every_chunk_kind_of_the_last_plane(backend: Any) -> None:
+    arr = _every_chunk_kind()
     frame = NumcodecsWeights(dtype="bfloat16").encode(arr)
     assert frame[4] == 2
     kinds = set(
@@ -195,3 +200,78 @@ def test_the_exponent_plane_decodes_fused(backend: Any) -> None:
     plan = plan_decode(np.frombuffer(frame, np.uint8), f32.nbytes)
     assert fused_chunks(plan).tolist() == [0]
     assert same_bits(_gpu_elements(backend, frame, f32), f32)
+
+
+def test_many_frames_in_one_launch_each(backend: Any) -> None:
+    # Tensors of every kind in one batch: fused bf16, float32 through the
+    # planes, a version 2 frame, a frame with Huffman chunks, an empty one,
+    # a whole-input zstd one (decoded on the CPU).
+    # Each kernel runs once for all of them.
+    two_rans_planes = [
+        (np.random.default_rng(seed).geometric(0.2, (70_000, 4)) % 16 + [0, 0, 0, 60])
+        .astype(np.uint8)
+        .view(np.float32)
+        .reshape(-1)
+        for seed in (12, 13)
+    ]
+    arrays = [
+        weights_like("bfloat16", 70_001, seed=21),
+        two_rans_planes[0],
+        row_scaled("bfloat16", 300, 512, seed=4),
+        weights_like("float8_e4m3fn", 5_000, seed=22),
+        weights_like("float16", 0),
+        two_rans_planes[1],
+        _every_chunk_kind(),
+        weights_like("float64", 33, seed=23),
+    ]
+    coders = ["rans", "rans", "rans", "huffman", "rans", "rans", "auto", "auto"]
+    frames = [
+        np.frombuffer(NumcodecsWeights(coder=c, dtype=a.dtype).encode(a), np.uint8)
+        for a, c in zip(arrays, coders, strict=True)
+    ]
+    launches = getattr(backend, "launches", None)
+    if launches is not None:
+        launches.clear()
+    outs = decode_frames(
+        backend, frames, max_decoded=[a.nbytes for a in arrays],
+        layouts=[float_layout(a.dtype) for a in arrays], elements=True,
+        planes=[a.itemsize for a in arrays],
+    )  # fmt: skip
+    for a, out in zip(arrays, outs, strict=True):
+        assert same_bits(backend.to_host(out).view(a.dtype).reshape(a.shape), a)
+    if launches is not None:
+        names = [name for name, _, _ in launches]
+        assert sorted(names) == sorted(set(names)), names  # each kernel once
+        assert {"rans_decode_chunks", "rans_decode_merge", "merge_chunks", "crc_chunks"} <= set(
+            names
+        )
+
+
+def test_a_corrupt_frame_of_a_batch_is_named(backend: Any) -> None:
+    arr = weights_like("bfloat16", 70_001, seed=21)
+    good = NumcodecsWeights(coder="rans", dtype="bfloat16").encode(arr)
+    bad = bytearray(good)
+    bad[len(bad) // 2] ^= 0x10
+    frames = [np.frombuffer(f, np.uint8) for f in (good, bytes(bad), good)]
+    with pytest.raises(CorruptDataError, match="frame 1: "):
+        decode_frames(
+            backend, frames, max_decoded=[arr.nbytes] * 3, layouts=["bfloat16"] * 3,
+            elements=True,
+        )  # fmt: skip
+
+
+def test_frames_on_the_device(backend: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A frame already on the device: its header and index come to the host
+    # from a prefix, grown until they fit (64 bytes to start with here).
+    import nncodecs.gpu.decode as gpu_decode
+
+    monkeypatch.setattr(gpu_decode, "PREFIX_BYTES", 64)
+    arr = row_scaled("bfloat16", 300, 512, seed=4)
+    frame = NumcodecsWeights(coder="rans", dtype="bfloat16").encode(arr)
+    dev = backend.to_device(np.frombuffer(frame, np.uint8))
+    out = decode_on(backend, None, max_decoded=arr.nbytes, layout="bfloat16", elements=True,
+                    device_frame=dev)  # fmt: skip
+    assert same_bits(backend.to_host(out).view(arr.dtype).reshape(arr.shape), arr)
+    with pytest.raises(CorruptDataError):  # truncated: the whole frame, then its error
+        decode_on(backend, None, max_decoded=arr.nbytes, layout="bfloat16", elements=True,
+                  device_frame=dev[: len(frame) - 1])  # fmt: skip

@@ -221,12 +221,21 @@ py::object frame_encode(py::handle src, unsigned planes, const std::string& code
   return py::reinterpret_steal<py::bytes>(raw);
 }
 
-py::dict frame_info(py::handle src, std::uint64_t max_decoded) {
+// With total_len: src is the first bytes of a frame that long (a frame on
+// a device); None when they do not hold its header and index (ask again
+// with more), the frame's error once they are the whole frame.
+py::object frame_info(py::handle src, std::uint64_t max_decoded, std::size_t total_len) {
   Buffer in(src, false, "frame_info", "src");
   nnc::FrameInfo info;
   nnc::Error err;
-  if (nnc::frame_info(in.data(), in.size(), max_decoded, &info, &err) != nnc::Status::ok)
+  if (total_len && total_len < in.size())
+    throw py::value_error("nncodecs._core.frame_info: a prefix longer than the frame");
+  const bool prefix = total_len > in.size();
+  if (nnc::frame_info(in.data(), in.size(), max_decoded, &info, &err,
+                      prefix ? total_len : 0) != nnc::Status::ok) {
+    if (prefix) return py::none();
     raise_error(err, "frame_info");
+  }
   py::dict d;
   d["version"] = info.version;
   d["coder"] = info.coder == nnc::Coder::rans      ? "rans"
@@ -613,7 +622,9 @@ PYBIND11_MODULE(_core, m) {
         "row_length (elements with a float layout): elements per row, for the row shift of a "
         "version 2 frame where it pays; 0 for none.");
   m.def("frame_info", &frame_info, py::arg("src"), py::arg("max_decoded"),
-        "Parse and check a frame's header and chunk index.");
+        py::arg("total_len") = 0,
+        "Parse and check a frame's header and chunk index. With total_len, src is the frame's "
+        "first bytes only: None when the header and index do not lie in them.");
   m.def("frame_summary", &frame_summary, py::arg("src"), py::arg("max_decoded"),
         "(decoded length, planes, zstd chunks) of a checked frame.");
   m.def("frame_decode_new", &frame_decode_new, py::arg("src"), py::arg("max_decoded"),

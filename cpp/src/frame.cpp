@@ -685,8 +685,11 @@ bool wants_zstd(const std::uint8_t* q, std::size_t m) {
 }  // namespace
 
 Status frame_info(const void* src, std::size_t src_len, std::uint64_t max_decoded,
-                  FrameInfo* info, Error* err) {
+                  FrameInfo* info, Error* err, std::size_t total_len) {
   const auto* p = static_cast<const std::uint8_t*>(src);
+  // A prefix of the frame: the header and index must lie in it; the
+  // payloads are checked against the whole frame's length.
+  const std::size_t total = total_len ? total_len : src_len;
   if (src_len < kFixedHeader + 1)
     return fail(err, Status::corrupt, "frame of %zu bytes is shorter than a header", src_len),
            err->status;
@@ -783,20 +786,20 @@ Status frame_info(const void* src, std::size_t src_len, std::uint64_t max_decode
   info->header_len = pos;
   std::uint64_t offset = pos;
   for (ChunkRef& r : info->chunks) {
-    if (r.length > src_len - std::min<std::uint64_t>(offset, src_len))
+    if (r.length > total - std::min<std::uint64_t>(offset, total))
       return fail(err, Status::corrupt,
                   "plane %u chunk %llu: payload of %llu bytes at offset %llu passes the frame end "
                   "(%zu bytes)",
                   r.plane, static_cast<unsigned long long>(r.index),
                   static_cast<unsigned long long>(r.length),
-                  static_cast<unsigned long long>(offset), src_len),
+                  static_cast<unsigned long long>(offset), total),
              err->status;
     r.offset = offset;
     offset += r.length;
   }
-  if (offset != src_len)
+  if (offset != total)
     return fail(err, Status::corrupt, "frame has %llu bytes after its last chunk",
-                static_cast<unsigned long long>(src_len - offset)),
+                static_cast<unsigned long long>(total - offset)),
            err->status;
   return Status::ok;
 }

@@ -53,9 +53,49 @@ def frame_encode(
     probe_zstd: bool = False,
     row_length: int = 0,
 ) -> bytes | list[bytes | None]: ...
-def frame_info(src: Buffer, max_decoded: int) -> dict[str, object]: ...
+def frame_info(src: Buffer, max_decoded: int, total_len: int = 0) -> dict[str, object] | None: ...
 def layout_code(name: Layout) -> int: ...
 def output_cache_clear() -> None: ...
+
+# The GPU encoder's host: the CPU encoder's decisions from statistics.
+def plan_chunks(
+    counts: Buffer,
+    samples: Buffer,
+    lengths: list[int],
+    zstd_lens: list[int],
+    coder: str,
+    precision: int,
+    subblock_log2: int,
+    min_gain_permille: int,
+) -> tuple[bytes, bytes]: ...
+def settle_rans(
+    lengths: list[int],
+    rans_lens: list[int],
+    zstd_lens: list[int],
+    coder: str,
+    min_gain_permille: int,
+) -> bytes: ...
+def rans_tables(
+    counts: Buffer, rows: int, precision: int
+) -> tuple[np.ndarray, bytes, list[int]]: ...
+def row_shift_pays(
+    plain: Buffer, shifted: Buffer, groups: int, n: int, row_length: int
+) -> bool: ...
+def frame_head(
+    src_len: int,
+    planes: int,
+    coder: str,
+    precision: int,
+    subblock_log2: int,
+    checksum: bool,
+    crc: int,
+    row_length: int,
+    row_offsets: bytes,
+    modes: bytes,
+    values: bytes,
+    lengths: list[int],
+) -> bytes: ...
+def exponent_field(layout: Layout) -> tuple[int, int]: ...
 def output_cache_stats() -> tuple[int, int]: ...
 def frame_summary(src: Buffer, max_decoded: int) -> tuple[int, int, int]: ...
 def frame_decode(

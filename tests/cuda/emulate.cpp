@@ -6,49 +6,36 @@
 #include "../../src/nncodecs/gpu/kernels/decode.cu"
 #include "../../src/nncodecs/gpu/kernels/encode.cu"
 
-extern "C" void emu_rans_decode_chunks(unsigned grid, unsigned block, const nnc_u8* frame,
-                                       const RansChunk* chunks, nnc_u32 precision,
-                                       nnc_u32 subblock_log2, nnc_u8* planes,
-                                       const nnc_u8* row_offsets, nnc_u64 row_length,
-                                       int* status) {
+extern "C" void emu_rans_decode_chunks(unsigned grid, unsigned block, const FrameDesc* descs,
+                                       const RansChunk* chunks, const nnc_u8* frames,
+                                       const nnc_u8* rows, int* status, nnc_u8* planes) {
+  simt::launch(grid, block, [&] { rans_decode_chunks(descs, chunks, frames, rows, status, planes); });
+}
+
+extern "C" void emu_rans_decode_merge(unsigned grid, unsigned block, const FrameDesc* descs,
+                                      const RansChunk* chunks, const nnc_u8* frames,
+                                      const nnc_u8* rows, int* status, const nnc_u8* external,
+                                      const PlaneSource* sources, nnc_u8* out) {
   simt::launch(grid, block, [&] {
-    rans_decode_chunks(frame, chunks, precision, subblock_log2, planes, row_offsets, row_length,
-                       status);
+    rans_decode_merge(descs, chunks, frames, rows, status, external, sources, out);
   });
 }
 
-extern "C" void emu_rans_decode_merge(unsigned grid, unsigned block, const nnc_u8* frame,
-                                      const RansChunk* chunks, nnc_u32 precision,
-                                      nnc_u32 subblock_log2, const nnc_u8* external,
-                                      const PlaneSource* sources, nnc_u32 k, nnc_u64 n,
-                                      nnc_u32 nchunks, nnc_u32 layout, const nnc_u8* row_offsets,
-                                      nnc_u64 row_length, int* status, nnc_u8* out) {
+extern "C" void emu_merge_chunks(unsigned grid, unsigned block, const FrameDesc* descs,
+                                 const MergeTask* tasks, const nnc_u8* frames,
+                                 const nnc_u8* planes, const nnc_u8* external,
+                                 const PlaneSource* sources, const nnc_u8* rows, nnc_u8* out) {
   simt::launch(grid, block, [&] {
-    rans_decode_merge(frame, chunks, precision, subblock_log2, external, sources, k, n, nchunks,
-                      layout, row_offsets, row_length, status, out);
+    merge_chunks(descs, tasks, frames, planes, external, sources, rows, out);
   });
 }
 
-extern "C" void emu_merge_elements(unsigned grid, unsigned block, const nnc_u8* frame,
-                                   const nnc_u8* planes, const nnc_u8* external,
-                                   const PlaneSource* sources, nnc_u32 k, nnc_u64 n,
-                                   nnc_u32 chunks, nnc_u32 layout, const nnc_u8* row_offsets,
-                                   nnc_u64 row_length, nnc_u32 to_planes, const nnc_u8* fused,
-                                   nnc_u8* out) {
+extern "C" void emu_crc_chunks(unsigned grid, unsigned block, const FrameDesc* descs,
+                               const CrcTask* tasks, const nnc_u8* frames, const nnc_u8* planes,
+                               const nnc_u8* external, const PlaneSource* sources,
+                               const nnc_u8* rows, const nnc_u8* elements, nnc_u32* crcs) {
   simt::launch(grid, block, [&] {
-    merge_elements(frame, planes, external, sources, k, n, chunks, layout, row_offsets,
-                   row_length, to_planes, fused, out);
-  });
-}
-
-extern "C" void emu_crc_chunks(unsigned grid, unsigned block, const nnc_u8* frame,
-                               const nnc_u8* planes, const nnc_u8* external,
-                               const PlaneSource* sources, nnc_u32 k, nnc_u64 n, nnc_u32 chunks,
-                               nnc_u32 layout, const nnc_u8* row_offsets, nnc_u64 row_length,
-                               const nnc_u8* elements, nnc_u32* crcs) {
-  simt::launch(grid, block, [&] {
-    crc_chunks(frame, planes, external, sources, k, n, chunks, layout, row_offsets, row_length,
-               elements, crcs);
+    crc_chunks(descs, tasks, frames, planes, external, sources, rows, elements, crcs);
   });
 }
 

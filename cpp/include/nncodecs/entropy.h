@@ -158,8 +158,10 @@ struct FrameInfo {
 
 // Parse and check a frame's header and chunk index against its length.
 // `max_decoded` bounds the declared decoded length (the caller's expectation).
+// With total_len (not 0), src holds only the first src_len bytes of a frame
+// of total_len: its header and index must lie in them (else an error).
 Status frame_info(const void* src, std::size_t src_len, std::uint64_t max_decoded,
-                  FrameInfo* info, Error* err);
+                  FrameInfo* info, Error* err, std::size_t total_len = 0);
 
 // Decode a frame into dst (dst_cap >= decoded length). With a float layout and
 // `elements`, the plane merge and inverse reorder run fused and dst receives

@@ -86,5 +86,8 @@ class CupyBackend:
     def to_host(self, arr: Any) -> np.ndarray:
         return self.cp.asnumpy(arr)
 
+    def concat(self, arrays: list[Any]) -> Any:
+        return self.cp.concatenate([a.reshape(-1) for a in arrays])
+
     def launch(self, name: str, grid: int, block: int, args: tuple) -> None:
         _module().get_function(name)((grid,), (block,), args)

@@ -1,24 +1,26 @@
 """Frames decoded by the GPU kernels (``kernels/decode.cu``), through a backend.
 
-The host parses and checks the frame's header and chunk index (the same C++
-parser as the CPU decoder), then hands the kernels two tables: the rANS
-chunks to decode into a planes buffer (one thread block each), and, for
-every (plane, chunk), where its bytes come from for the merge (the frame
-for raw chunks, a value for constant ones, the planes buffer, or an
-external buffer). Huffman and zstd chunks have no GPU kernel yet: a frame
-holding any is decoded to planes on the CPU first and those chunks are
-taken from there. The kernels report a status per chunk, turned here into
+The host parses and checks each frame's header and chunk index (the same C++
+parser as the CPU decoder; for a frame already on the device, from a copy
+of its first bytes), then hands the kernels tables: a descriptor per frame
+(``FRAME_DESC``), the rANS chunks (one thread block each), and, for every
+(plane, chunk), where its bytes come from for the merge (the frame for raw
+chunks, a value for constant ones, the planes buffer, or the CPU's planes).
+Many frames go through one launch of each kernel (:func:`decode_frames`):
+small tensors, or the chunks of one Zarr array, do not pay launches each.
+
+Chunks whose only rANS plane is the last (the exponent plane, the usual
+case) decode fused, straight into elements, so that plane never goes to
+memory; the others through a planes buffer and the merge kernel. Huffman
+and zstd chunks have no GPU kernel yet: a frame holding any is decoded to
+planes on the CPU first and those chunks are taken from there. Each frame's
+CRC32C is checked: a CRC per (plane, chunk) computed on the device (for
+fused chunks, from the elements written), joined on the host. The kernels
+report a status per rANS chunk, turned here into
 :class:`nncodecs.CorruptDataError`.
 
 A backend (``CupyBackend`` in ``nncodecs.gpu``; the tests' SIMT emulator)
 supplies device arrays and launches. Nothing here imports CuPy.
-
-Chunks whose only rANS plane is the last (the exponent plane, the usual
-case) decode fused, straight into elements, so that plane never goes to
-memory; the others through a planes buffer and the merge kernel. The
-frame's CRC32C is checked too: a CRC per (plane, chunk) computed on the
-device (for fused chunks, from the elements written), joined on the host.
-Not yet: encoding.
 """
 
 from __future__ import annotations
@@ -29,19 +31,31 @@ from typing import Any, Protocol
 import numpy as np
 
 from nncodecs import _core
+from nncodecs.codecs._frame import WHOLE_MAGIC, decode_frame
 from nncodecs.errors import CorruptDataError
 
-__all__ = ["Backend", "DecodePlan", "decode_on", "fused_chunks", "join_crcs", "plan_decode"]
+__all__ = [
+    "Backend",
+    "DecodePlan",
+    "decode_frames",
+    "decode_on",
+    "fused_chunks",
+    "join_crcs",
+    "plan_decode",
+]
 
 CHUNK_LOG2 = 18
 #: Threads of a rANS block: 4 warps, one sub-block each (2^18 / 2^16).
 RANS_BLOCK = 128
 MERGE_BLOCK = 256
-MERGE_GRID_MAX = 65535
+CRC_BLOCK = 256
+#: The first bytes of a device frame copied to the host to parse it (more
+#: when its header and index do not fit).
+PREFIX_BYTES = 1 << 16
 
-FROM_FRAME, CONSTANT, FROM_PLANES, FROM_EXTERNAL, FROM_ELEMENTS = 0, 1, 2, 3, 4
+FROM_FRAME, CONSTANT, FROM_PLANES, FROM_EXTERNAL = 0, 1, 2, 3
 
-#: nnc::gpu::RansChunk and PlaneSource, byte for byte.
+#: nnc::gpu::RansChunk, PlaneSource, FrameDesc, MergeTask and CrcTask, byte for byte.
 RANS_CHUNK = np.dtype(
     [
         ("payload", "<u8"),
@@ -50,10 +64,31 @@ RANS_CHUNK = np.dtype(
         ("length", "<u4"),
         ("symbols", "<u4"),
         ("shifted", "<u4"),
-        ("pad", "<u4"),
+        ("desc", "<u4"),
     ]
 )
 PLANE_SOURCE = np.dtype([("offset", "<u8"), ("kind", "<u4"), ("value", "<u4")])
+FRAME_DESC = np.dtype(
+    [
+        ("frame", "<u8"),
+        ("out", "<u8"),
+        ("planes", "<u8"),
+        ("external", "<u8"),
+        ("rows", "<u8"),
+        ("row_length", "<u8"),
+        ("n", "<u8"),
+        ("k", "<u4"),
+        ("chunks", "<u4"),
+        ("layout", "<u4"),
+        ("sources", "<u4"),
+        ("precision", "<u4"),
+        ("subblock_log2", "<u4"),
+        ("to_planes", "<u4"),
+        ("pad", "<u4"),
+    ]
+)
+MERGE_TASK = np.dtype([("desc", "<u4"), ("chunk", "<u4")])
+CRC_TASK = np.dtype([("desc", "<u4"), ("plane", "<u4"), ("chunk", "<u4"), ("from_elements", "<u4")])
 
 STATUS_MESSAGES = {
     1: "malformed rANS table",
@@ -73,6 +108,7 @@ class Backend(Protocol):
     def zeros_int32(self, count: int) -> Any: ...
     def to_host(self, arr: Any) -> np.ndarray: ...
     def launch(self, name: str, grid: int, block: int, args: tuple) -> None: ...
+    def concat(self, arrays: list[Any]) -> Any: ...
 
 
 @dataclass
@@ -94,11 +130,16 @@ class DecodePlan:
     lengths: list[int]  # symbols of each (plane, chunk), index order
 
 
-def plan_decode(frame: np.ndarray, max_decoded: int) -> DecodePlan:
-    """Parse and check a frame (uint8, on the host) and lay out the kernels' tables."""
+def plan_decode(frame: np.ndarray, max_decoded: int, total_len: int = 0) -> DecodePlan | None:
+    """Parse and check a frame (uint8, on the host) and lay out the kernels' tables.
+
+    With ``total_len``, ``frame`` is the first bytes of a frame that long:
+    ``None`` when its header and index do not lie in them."""
     if frame[:4].tobytes() != b"NNCF":
         raise CorruptDataError("the GPU decoder reads chunked frames ('NNCF') only")
-    info = _core.frame_info(frame, max_decoded)
+    info = _core.frame_info(frame, max_decoded, total_len)
+    if info is None:
+        return None
     k = int(info["planes"])
     n = int(info["decoded_len"]) // k
     chunks = (n + (1 << CHUNK_LOG2) - 1) >> CHUNK_LOG2
@@ -153,101 +194,206 @@ def fused_chunks(plan: DecodePlan) -> np.ndarray:
     return (last_coded & ~others_coded).astype(np.uint8)
 
 
-def _run_rans(backend: Backend, plan: DecodePlan, picked: np.ndarray, name: str, args) -> None:
-    """Launch a rANS kernel over the records picked, and raise for any bad chunk."""
-    records = plan.rans[picked]
-    if not len(records):
-        return
-    status = backend.zeros_int32(len(records))
-    backend.launch(
-        name, len(records), RANS_BLOCK, args(backend.to_device(records.view(np.uint8)), status)
-    )
-    codes = backend.to_host(status)
-    bad = np.flatnonzero(codes)
-    if bad.size:
-        plane, index = [w for w, p in zip(plan.rans_where, picked, strict=True) if p][bad[0]]
-        why = STATUS_MESSAGES.get(int(codes[bad[0]]), f"status {int(codes[bad[0]])}")
-        raise CorruptDataError(f"plane {plane} chunk {index}: {why}")
+def _decode_whole(
+    backend: Backend, frame: np.ndarray | None, device_frame: Any, max_decoded: int,
+    layout: str, elements: bool, planes: int | None,
+) -> np.ndarray:  # fmt: skip
+    """A whole-input zstd frame decoded on the CPU (no GPU kernel for zstd)."""
+    if elements and planes is None:
+        raise ValueError("decode_frames: a whole-input zstd frame of elements needs planes=")
+    host = frame if frame is not None else backend.to_host(device_frame)
+    out = decode_frame(host, max_decoded=max_decoded, elements=elements, layout=layout,
+                       planes=planes)  # fmt: skip
+    return np.asarray(out).reshape(-1).view(np.uint8)
+
+
+def device_plan(backend: Backend, device_frame: Any, max_decoded: int) -> DecodePlan:
+    """The plan of a frame on the device, from a copy of its first bytes
+    (growing until its header and index are in; the whole frame at worst)."""
+    total = int(device_frame.size)
+    size = min(total, PREFIX_BYTES)
+    while True:
+        prefix = backend.to_host(device_frame[:size])
+        plan = plan_decode(prefix, max_decoded, 0 if size == total else total)
+        if plan is not None:
+            return plan
+        size = min(total, size * 8)
 
 
 def decode_on(
     backend: Backend,
-    frame: np.ndarray,
+    frame: np.ndarray | None,
     *,
     max_decoded: int,
     layout: str = "none",
     elements: bool = False,
     device_frame: Any = None,
 ) -> Any:
-    """Decode a frame on a backend: a device array of the decoded bytes.
+    """Decode one frame on a backend: a device array of the decoded bytes.
 
-    ``frame`` is the frame on the host (its header and index are parsed
-    there); ``device_frame`` the same bytes on the device when they are
-    there already. With ``elements`` the output holds elements (of the
+    ``frame`` is the frame on the host, or ``None`` with ``device_frame``
+    (the frame on the device; then its header and index are copied to the
+    host to be parsed). With ``elements`` the output holds elements (of the
     frame's plane count in bytes, inverse reorder of ``layout``), else the
-    planes one after another. Chunks whose only rANS plane is the last
-    decode fused, straight into elements; the others go through the planes
-    buffer and the merge. Then the frame's CRC32C is checked.
+    planes one after another. See :func:`decode_frames`.
     """
-    plan = plan_decode(frame, max_decoded)
-    k, n = plan.planes, plan.symbols
-    code = np.uint32(_core.layout_code(layout) if elements else 0)  # ValueError if unknown
-    out = backend.empty(k * n)
-    if k * n == 0:
-        return out
-    fused = fused_chunks(plan) if elements else np.zeros(plan.chunks, np.uint8)
-    in_fused = np.array([bool(fused[c]) for _, c in plan.rans_where], dtype=bool)
-    dev_frame = backend.to_device(frame) if device_frame is None else device_frame
-    dev_rows = backend.to_device(plan.row_offsets)
-    dev_sources = backend.to_device(plan.sources.view(np.uint8))
-    dev_planes = backend.empty(k * n if (~in_fused).any() else 1)
-    if plan.external:
-        from nncodecs.codecs._frame import decode_frame
+    return decode_frames(
+        backend, [frame], max_decoded=[max_decoded], layouts=[layout], elements=elements,
+        device_frames=[device_frame],
+    )[0]  # fmt: skip
 
-        # Row offsets come undone already (the merge adds them to raw and
-        # constant chunks only).
-        cpu = decode_frame(frame, max_decoded=max_decoded)
-        dev_external = backend.to_device(np.asarray(cpu).view(np.uint8))
-    else:
-        dev_external = backend.empty(1)
-    precision, sb = np.uint32(plan.precision), np.uint32(plan.subblock_log2)
-    rows = np.uint64(plan.row_length)
-    _run_rans(backend, plan, ~in_fused, "rans_decode_chunks",
-              lambda recs, status: (dev_frame, recs, precision, sb, dev_planes, dev_rows, rows,
-                                    status))  # fmt: skip
-    _run_rans(backend, plan, in_fused, "rans_decode_merge",
-              lambda recs, status: (dev_frame, recs, precision, sb, dev_external, dev_sources,
-                                    np.uint32(k), np.uint64(n), np.uint32(plan.chunks), code,
-                                    dev_rows, rows, status, out))  # fmt: skip
-    if not fused.all():
-        limit = getattr(backend, "max_grid", MERGE_GRID_MAX)  # the merge strides over the rest
-        grid = max(1, min(limit, -(-n // MERGE_BLOCK)))
+
+def decode_frames(
+    backend: Backend,
+    frames: list[np.ndarray | None],
+    *,
+    max_decoded: list[int],
+    layouts: list[str] | None = None,
+    elements: bool = False,
+    device_frames: list[Any] | None = None,
+    planes: list[int] | None = None,
+) -> list[Any]:
+    """Decode many frames in one launch of each kernel: a device array each.
+
+    ``frames[i]`` is frame ``i`` on the host, or ``None`` where
+    ``device_frames[i]`` holds it on the device. Outputs are slices of one
+    device buffer. Chunks whose only rANS plane is the last decode fused,
+    straight into elements; the others go through the planes buffer and
+    the merge. Then every frame's CRC32C is checked; a corrupt frame raises
+    :class:`nncodecs.CorruptDataError` naming it (``frame i:`` when there are
+    several). Whole-input zstd frames (``auto`` writes them for small inputs)
+    decode on the CPU and are copied to the device; with ``elements`` they
+    need ``planes`` (bytes an element, a frame).
+    """
+    count = len(frames)
+    layouts = layouts or ["none"] * count
+    device_frames = device_frames or [None] * count
+    if not (len(max_decoded) == len(layouts) == len(device_frames) == count):
+        raise ValueError("decode_frames: one max_decoded, layout and device frame a frame")
+    codes = [np.uint32(_core.layout_code(x) if elements else 0) for x in layouts]  # ValueError
+    plans: list[DecodePlan | None] = []
+    hosted: dict[int, np.ndarray] = {}  # whole-input zstd frames, decoded on the CPU
+    for i in range(count):
+        if frames[i] is None and device_frames[i] is None:
+            raise ValueError(f"decode_frames: frame {i} is neither on the host nor on the device")
+        head = frames[i][:4] if frames[i] is not None else backend.to_host(device_frames[i][:4])
+        if head.tobytes() == WHOLE_MAGIC:
+            k = planes[i] if planes else None
+            hosted[i] = _decode_whole(backend, frames[i], device_frames[i], max_decoded[i],
+                                      layouts[i], elements, k)  # fmt: skip
+            plans.append(None)
+            continue
+        plan = (device_plan(backend, device_frames[i], max_decoded[i]) if frames[i] is None
+                else plan_decode(frames[i], max_decoded[i]))  # fmt: skip
+        assert plan is not None
+        plans.append(plan)
+    name = (lambda i: f"frame {i}: ") if count > 1 else (lambda i: "")
+    sizes = [hosted[i].size if p is None else p.planes * p.symbols for i, p in enumerate(plans)]
+    out_at = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    out = backend.empty(int(out_at[-1]))
+    outputs = [out[int(out_at[i]) : int(out_at[i + 1])] for i in range(count)]
+    for i, cpu in hosted.items():
+        if cpu.size:
+            outputs[i][...] = backend.to_device(cpu)
+    live = [i for i in range(count) if sizes[i] and i not in hosted]
+    if not live:
+        return outputs
+
+    # The frames, the CPU's planes (Huffman, zstd chunks) and the tables.
+    frame_parts, frame_at, at = [], [], 0
+    for i in live:
+        dev = device_frames[i]
+        frame_parts.append(dev if dev is not None else backend.to_device(frames[i]))
+        frame_at.append(at)
+        at += int(frame_parts[-1].size)
+    dev_frames = frame_parts[0] if len(frame_parts) == 1 else backend.concat(frame_parts)
+    external_parts, external_at, ext = [], {}, 0
+    for i in live:
+        if plans[i].external:
+            host = frames[i] if frames[i] is not None else backend.to_host(device_frames[i])
+            # Row offsets come undone already (the merge adds them to raw and
+            # constant chunks only).
+            cpu = np.asarray(decode_frame(host, max_decoded=max_decoded[i])).view(np.uint8)
+            external_parts.append(cpu)
+            external_at[i] = ext
+            ext += cpu.size
+    descs = np.zeros(len(live), FRAME_DESC)
+    sources, rans, rans_where, merge, crc, rows = [], [], [], [], [], []
+    planes_at = rows_at = sources_at = 0
+    for d, i in enumerate(live):
+        plan = plans[i]
+        k, chunks = plan.planes, plan.chunks
+        fused = fused_chunks(plan) if elements else np.zeros(chunks, np.uint8)
+        in_fused = np.array([bool(fused[c]) for _, c in plan.rans_where], dtype=bool)
+        needs_planes = bool((~in_fused).any())
+        descs[d] = (frame_at[d], out_at[i], planes_at, external_at.get(i, 0), rows_at,
+                    plan.row_length, plan.symbols, k, chunks, codes[i], sources_at,
+                    plan.precision, plan.subblock_log2, 0 if elements else 1, 0)  # fmt: skip
+        recs = plan.rans.copy()
+        recs["desc"] = d
+        for r, where in enumerate(plan.rans_where):
+            rans.append((recs[r], bool(in_fused[r])))
+            rans_where.append((i, *where))
+        merge.extend((d, c) for c in range(chunks) if not fused[c])
+        if plan.checksum is not None:
+            crc.extend((d, j, c, int(j == k - 1 and fused[c])) for j in range(k)
+                       for c in range(chunks))  # fmt: skip
+        sources.append(plan.sources)
+        rows.append(plan.row_offsets)
+        planes_at += k * plan.symbols if needs_planes else 0
+        rows_at += plan.row_offsets.size
+        sources_at += plan.sources.size
+    dev_descs = backend.to_device(descs.view(np.uint8))
+    dev_sources = backend.to_device(np.concatenate(sources).view(np.uint8))
+    dev_rows = backend.to_device(np.concatenate(rows))
+    dev_planes = backend.empty(max(planes_at, 1))
+    dev_external = backend.to_device(np.concatenate(external_parts)) if external_parts else (
+        backend.empty(1))  # fmt: skip
+
+    for fused_kind, kernel in ((False, "rans_decode_chunks"), (True, "rans_decode_merge")):
+        picked = [r for r, (_, f) in enumerate(rans) if f == fused_kind]
+        if not picked:
+            continue
+        records = np.array([rans[r][0] for r in picked], RANS_CHUNK)
+        status = backend.zeros_int32(len(picked))
+        args = (dev_descs, backend.to_device(records.view(np.uint8)), dev_frames, dev_rows, status)
+        args += (dev_planes,) if not fused_kind else (dev_external, dev_sources, out)
+        backend.launch(kernel, len(picked), RANS_BLOCK, args)
+        codes_ = backend.to_host(status)
+        bad = np.flatnonzero(codes_)
+        if bad.size:
+            i, plane, index = rans_where[picked[bad[0]]]
+            code = int(codes_[bad[0]])
+            why = STATUS_MESSAGES.get(code, f"status {code}")
+            raise CorruptDataError(f"{name(i)}plane {plane} chunk {index}: {why}")
+    if merge:
         backend.launch(
-            "merge_elements",
-            grid,
-            MERGE_BLOCK,
-            (dev_frame, dev_planes, dev_external, dev_sources, np.uint32(k), np.uint64(n),
-             np.uint32(plan.chunks), code, dev_rows, rows, np.uint32(0 if elements else 1),
-             backend.to_device(fused), out),
+            "merge_chunks", len(merge), MERGE_BLOCK,
+            (dev_descs, backend.to_device(np.array(merge, MERGE_TASK).view(np.uint8)),
+             dev_frames, dev_planes, dev_external, dev_sources, dev_rows, out),
         )  # fmt: skip
-    if plan.checksum is not None:
-        sources = plan.sources.copy()
-        kinds = sources["kind"].reshape(k, plan.chunks)
-        kinds[-1][fused.astype(bool)] = FROM_ELEMENTS  # that plane is only in the elements
-        crcs = backend.empty(4 * len(plan.lengths))
+    if crc:
+        crcs = backend.empty(4 * len(crc))
         backend.launch(
-            "crc_chunks",
-            len(plan.lengths),
-            getattr(backend, "crc_block", CRC_BLOCK),
-            (dev_frame, dev_planes, dev_external, backend.to_device(sources.view(np.uint8)),
-             np.uint32(k), np.uint64(n), np.uint32(plan.chunks), code, dev_rows, rows, out,
-             crcs),
+            "crc_chunks", len(crc), getattr(backend, "crc_block", CRC_BLOCK),
+            (dev_descs, backend.to_device(np.array(crc, CRC_TASK).view(np.uint8)), dev_frames,
+             dev_planes, dev_external, dev_sources, dev_rows, out, crcs),
         )  # fmt: skip
-        _check_crc(plan, backend.to_host(crcs).view("<u4"))
-    return out
-
-
-CRC_BLOCK = 256
+        values = backend.to_host(crcs).view("<u4")
+        at = 0
+        for i in live:
+            plan = plans[i]
+            if plan.checksum is None:
+                continue
+            parts = values[at : at + len(plan.lengths)]
+            at += len(plan.lengths)
+            got = join_crcs(parts, plan.lengths)
+            if got != plan.checksum:
+                raise CorruptDataError(
+                    f"{name(i)}CRC32C mismatch: frame says {plan.checksum:08x}, decoded data "
+                    f"gives {got:08x}"
+                )
+    return outputs
 
 
 def join_crcs(crcs: np.ndarray, lengths: list[int]) -> int:
@@ -257,12 +403,3 @@ def join_crcs(crcs: np.ndarray, lengths: list[int]) -> int:
     for part, length in zip(crcs.tolist(), lengths, strict=True):
         crc = _core.crc32c_combine(crc, part, length)
     return crc
-
-
-def _check_crc(plan: DecodePlan, crcs: np.ndarray) -> None:
-    """The frame's CRC32C from the device's CRC of every (plane, chunk)."""
-    crc = join_crcs(crcs, plan.lengths)
-    if crc != plan.checksum:
-        raise CorruptDataError(
-            f"CRC32C mismatch: frame says {plan.checksum:08x}, decoded data gives {crc:08x}"
-        )

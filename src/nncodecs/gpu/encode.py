@@ -37,10 +37,10 @@ from nncodecs.codecs._shell import get_threads
 from nncodecs.gpu.decode import (
     CHUNK_LOG2,
     CRC_BLOCK,
-    FROM_ELEMENTS,
+    CRC_TASK,
+    FRAME_DESC,
     FROM_PLANES,
     MERGE_BLOCK,
-    MERGE_GRID_MAX,
     PLANE_SOURCE,
     RANS_BLOCK,
     Backend,
@@ -77,12 +77,14 @@ MODES = {"raw": RAW, "constant": CONSTANT, "rans": RANS, "huffman": HUFFMAN, "zs
 #: plan_chunks' kinds: final below 16; 16 + 1 (try rANS) + 2 (try Huffman).
 CODE_RANS_ONLY = 17
 STATS_BLOCK = 256
+#: The split strides over what this many blocks do not cover.
+GRID_MAX = 65535
 ROWS_BLOCK = 256
 MIN_ROW_LENGTH, ROW_SHIFT_FROM = 128, 1 << 16
 
 
 def _grid(backend: Backend, n: int) -> int:
-    return max(1, min(getattr(backend, "max_grid", MERGE_GRID_MAX), -(-n // MERGE_BLOCK)))
+    return max(1, min(getattr(backend, "max_grid", GRID_MAX), -(-n // MERGE_BLOCK)))
 
 
 def _u32(backend: Backend, arr: Any) -> np.ndarray:
@@ -305,20 +307,23 @@ def _crc(
     backend: Backend, data: Any, n: int, k: int, chunks: int, code: Any, elements: bool,
     lengths: list[int],
 ) -> int:  # fmt: skip
-    """The frame's CRC32C of the planes (before any row shift), from the input."""
+    """The frame's CRC32C of the planes (before any row shift), from the input:
+    byte j of each reordered element, or the planes themselves."""
+    desc = np.zeros(1, FRAME_DESC)
+    desc["n"], desc["k"], desc["chunks"], desc["layout"] = n, k, chunks, code
     sources = np.zeros(k * chunks, PLANE_SOURCE)
-    if elements:  # byte j of each element after the reorder
-        sources["kind"] = FROM_ELEMENTS
-    else:
-        sources["kind"] = FROM_PLANES
-        index = np.arange(k * chunks, dtype=np.uint64)
-        sources["offset"] = (index // chunks) * n + ((index % chunks) << CHUNK_LOG2)
+    index = np.arange(k * chunks, dtype=np.uint64)
+    sources["kind"] = FROM_PLANES
+    sources["offset"] = (index // chunks) * n + ((index % chunks) << CHUNK_LOG2)
+    tasks = np.zeros(k * chunks, CRC_TASK)
+    tasks["plane"], tasks["chunk"] = index // chunks, index % chunks
+    tasks["from_elements"] = int(elements)
     crcs = backend.empty(4 * k * chunks)
     dummy = backend.empty(1)
     backend.launch(
         "crc_chunks", k * chunks, getattr(backend, "crc_block", CRC_BLOCK),
-        (dummy, dummy if elements else data, dummy, backend.to_device(sources.view(np.uint8)),
-         np.uint32(k), np.uint64(n), np.uint32(chunks), code, dummy, np.uint64(0),
+        (backend.to_device(desc.view(np.uint8)), backend.to_device(tasks.view(np.uint8)), dummy,
+         dummy if elements else data, dummy, backend.to_device(sources.view(np.uint8)), dummy,
          data if elements else dummy, crcs),
     )  # fmt: skip
     return join_crcs(_u32(backend, crcs), lengths)

@@ -18,10 +18,9 @@ namespace gpu {
 
 constexpr nnc_u32 kChunkLog2 = 18;
 
-// Where byte j of the elements of one chunk comes from (16 bytes).
-// kFromElements (CRC only): the byte of the reordered element already in the
-// output, where the fused kernel wrote a chunk without its plane.
-enum : nnc_u32 { kFromFrame = 0, kConstant = 1, kFromPlanes = 2, kFromExternal = 3, kFromElements = 4 };
+// Where byte j of the elements of one chunk comes from (16 bytes); offsets
+// from the start of the frame's own frame, planes or external bytes.
+enum : nnc_u32 { kFromFrame = 0, kConstant = 1, kFromPlanes = 2, kFromExternal = 3 };
 struct PlaneSource {
   nnc_u64 offset;  // of the chunk's first byte in its buffer
   nnc_u32 kind;
@@ -55,9 +54,33 @@ NNC_DEV nnc_u16 load_u16(const nnc_u8* p) {
   return static_cast<nnc_u16>(nnc_u32(p[0]) | nnc_u32(p[1]) << 8);
 }
 
-// What the merge reads: the frame, the decoded planes, the CPU's planes
-// (Huffman and zstd chunks), the source of every (plane, chunk), the row
-// offsets of a version 2 frame.
+// One frame of a batch (the host fills these; 88 bytes): where its pieces
+// lie in the batch's buffers, and its header's numbers. Many frames (many
+// tensors, many Zarr chunks) go through one launch of each kernel.
+struct FrameDesc {
+  nnc_u64 frame;       // offset of the frame in the frames buffer
+  nnc_u64 out;         // of its output (elements, or planes) in the output buffer
+  nnc_u64 planes;      // of its planes in the planes buffer (chunks decoded unfused)
+  nnc_u64 external;    // of its planes decoded by the CPU (Huffman, zstd chunks)
+  nnc_u64 rows;        // of its row offsets in the rows buffer (version 2)
+  nnc_u64 row_length;  // symbols a row; 0: no row shift
+  nnc_u64 n;           // symbols a plane
+  nnc_u32 k, chunks, layout, sources;  // planes, chunks a plane, layout, its first PlaneSource
+  nnc_u32 precision, subblock_log2, to_planes, pad;
+};
+
+// The buffers a batch shares.
+struct Batch {
+  const FrameDesc* descs;
+  const nnc_u8* frames;
+  const nnc_u8* planes;
+  const nnc_u8* external;
+  const PlaneSource* sources;
+  const nnc_u8* rows;
+};
+
+// What the merge reads for one frame: its frame, decoded planes, the CPU's
+// planes, the source of every (plane, chunk), its row offsets.
 struct MergeInput {
   const nnc_u8* frame;
   const nnc_u8* planes;
@@ -68,6 +91,11 @@ struct MergeInput {
   nnc_u64 n;
   nnc_u32 k, chunks, layout;
 };
+NNC_DEV MergeInput merge_input(const Batch& b, const FrameDesc& d) {
+  return MergeInput{b.frames + d.frame, b.planes + d.planes, b.external + d.external,
+                    b.sources + d.sources, b.rows + d.rows, d.row_length, d.n, d.k, d.chunks,
+                    d.layout};
+}
 
 // Byte j of element g (symbol i of chunk c) from its source; row offsets
 // added to raw and constant chunks of the last plane (rans_decode_* and the
@@ -110,18 +138,23 @@ NNC_DEV nnc_u64 reorder(nnc_u64 word, nnc_u32 layout) {
 using namespace nnc;
 using namespace nnc::gpu;
 
-// The CRC32C of every (plane, chunk)'s decoded bytes, one block each (grid:
-// planes x chunks, plane-major as the index), from the same sources as the
-// merge (row offsets added the same way), so that the host joins them into
-// the frame's checksum. Each thread takes a contiguous piece with a
-// byte-wise table; thread 0 joins the pieces (x^(8 len) products) and
-// turns the raw remainder into CRC32C (initial value and final xor ~0).
-extern "C" __global__ void crc_chunks(const nnc_u8* frame, const nnc_u8* planes,
+// One (plane, chunk) of a frame whose CRC32C crc_chunks takes.
+struct CrcTask {
+  nnc_u32 desc, plane, chunk;
+  nnc_u32 from_elements;  // 1: the bytes are those of the frame's elements in `elements`
+};
+
+// The CRC32C of (plane, chunk)s, one block each, from the same sources as
+// the merge (row offsets added the same way), or from elements (reordered
+// again: chunks the fused kernel wrote, or the encoder's input), so that
+// the host joins them into each frame's checksum. Each thread takes a
+// contiguous piece with a byte-wise table; thread 0 joins the pieces
+// (x^(8 len) products) and turns the raw remainder into CRC32C (initial
+// value and final xor ~0).
+extern "C" __global__ void crc_chunks(const FrameDesc* descs, const CrcTask* tasks,
+                                      const nnc_u8* frames, const nnc_u8* planes,
                                       const nnc_u8* external, const PlaneSource* sources,
-                                      nnc_u32 k, nnc_u64 n, nnc_u32 chunks, nnc_u32 layout,
-                                      const nnc_u8* row_offsets, nnc_u64 row_length,
-                                      const nnc_u8* elements, nnc_u32* crcs) {
-  const MergeInput in{frame, planes, external, sources, row_offsets, row_length, n, k, chunks, layout};
+                                      const nnc_u8* rows, const nnc_u8* elements, nnc_u32* crcs) {
   __shared__ nnc_u32 table[256];
   __shared__ nnc_u32 pieces[1024];
   for (nnc_u32 b = threadIdx.x; b < 256u; b += blockDim.x) {
@@ -130,20 +163,23 @@ extern "C" __global__ void crc_chunks(const nnc_u8* frame, const nnc_u8* planes,
     table[b] = r;
   }
   __syncthreads();
-  const nnc_u32 j = blockIdx.x / chunks, c = blockIdx.x % chunks;
-  const PlaneSource s = sources[blockIdx.x];
+  const CrcTask t = tasks[blockIdx.x];
+  const FrameDesc d = descs[t.desc];
+  const MergeInput in = merge_input(Batch{descs, frames, planes, external, sources, rows}, d);
+  const nnc_u8* el = elements + d.out;
+  const nnc_u32 j = t.plane, c = t.chunk, k = d.k;
   const nnc_u64 first = nnc_u64(c) << kChunkLog2;
-  const nnc_u64 m = n - first < (nnc_u64(1) << kChunkLog2) ? n - first : (nnc_u64(1) << kChunkLog2);
+  const nnc_u64 m = d.n - first < (nnc_u64(1) << kChunkLog2) ? d.n - first : (nnc_u64(1) << kChunkLog2);
   const nnc_u64 piece = (m + blockDim.x - 1) / blockDim.x;
   const nnc_u64 begin = piece * threadIdx.x < m ? piece * threadIdx.x : m;
   const nnc_u64 end = begin + piece < m ? begin + piece : m;
   nnc_u32 crc = 0;  // raw remainder: no initial value, no final xor
   for (nnc_u64 i = begin; i < end; ++i) {
     nnc_u8 v;
-    if (s.kind == kFromElements) {  // byte j of the reordered element
+    if (t.from_elements) {  // byte j of the reordered element
       nnc_u64 word = 0;
-      for (nnc_u32 b = 0; b < k; ++b) word |= nnc_u64(elements[(first + i) * k + b]) << (8u * b);
-      v = static_cast<nnc_u8>(reorder<false>(word, layout) >> (8u * j));
+      for (nnc_u32 b = 0; b < k; ++b) word |= nnc_u64(el[(first + i) * k + b]) << (8u * b);
+      v = static_cast<nnc_u8>(reorder<false>(word, d.layout) >> (8u * j));
     } else {
       v = source_byte(in, j, c, i, first + i);
     }
@@ -154,11 +190,11 @@ extern "C" __global__ void crc_chunks(const nnc_u8* frame, const nnc_u8* planes,
   if (threadIdx.x != 0) return;
   nnc_u32 joined = 0;
   const nnc_u32 step = crc_x8n(piece);  // every piece is `piece` long but the last ones
-  for (nnc_u32 t = 0; t < blockDim.x; ++t) {
-    const nnc_u64 b0 = piece * t < m ? piece * t : m;
+  for (nnc_u32 p = 0; p < blockDim.x; ++p) {
+    const nnc_u64 b0 = piece * p < m ? piece * p : m;
     const nnc_u64 len = (b0 + piece < m ? b0 + piece : m) - b0;
     if (len == 0) break;
-    joined = crc_mul(joined, len == piece ? step : crc_x8n(len)) ^ pieces[t];
+    joined = crc_mul(joined, len == piece ? step : crc_x8n(len)) ^ pieces[p];
   }
   // CRC32C with initial value I over m bytes = raw ^ I * x^(8m), then the final xor.
   crcs[blockIdx.x] = joined ^ crc_mul(0xFFFFFFFFu, crc_x8n(m)) ^ 0xFFFFFFFFu;

@@ -26,33 +26,43 @@ enum : int {
 
 constexpr nnc_u32 kMaxSubblocks = 64;  // 2^18 symbols / 2^12
 
-// One rANS chunk of one plane (the host fills these; 40 bytes, 8-aligned).
+// One rANS chunk of one plane of a frame of the batch (40 bytes, 8-aligned).
 struct RansChunk {
-  nnc_u64 payload;  // offset of the payload in the frame
-  nnc_u64 out;      // offset of its first symbol in the planes buffer
+  nnc_u64 payload;  // offset of the payload in its frame
+  nnc_u64 out;      // offset of its first symbol in its frame's planes
   nnc_u64 first;    // index of its first symbol within its plane (row offsets)
   nnc_u32 length;   // payload bytes
   nnc_u32 symbols;  // symbols of the chunk
   nnc_u32 shifted;  // 1: the last plane of a version 2 frame (add row offsets)
-  nnc_u32 pad;
+  nnc_u32 desc;     // its frame's FrameDesc
 };
 
 // Where rans_decode_* put a chunk's symbols: into the planes buffer, or
 // (fused) straight into the elements, with the chunk's other planes.
 struct ToPlanes {
   nnc_u8* planes;
-  NNC_DEV void operator()(const RansChunk& c, nnc_u64 i, nnc_u8 sym) const { planes[c.out + i] = sym; }
+  NNC_DEV void operator()(const Batch&, const FrameDesc& d, const RansChunk& c, nnc_u64 i,
+                          nnc_u8 sym) const {
+    planes[d.planes + c.out + i] = sym;
+  }
 };
 struct ToElements {
-  MergeInput in;
   nnc_u8* out;
-  NNC_DEV void operator()(const RansChunk& c, nnc_u64 i, nnc_u8 sym) const {
+  NNC_DEV void operator()(const Batch& b, const FrameDesc& d, const RansChunk& c, nnc_u64 i,
+                          nnc_u8 sym) const {
+    const MergeInput in = merge_input(b, d);
     const nnc_u64 g = c.first + i, chunk = c.first >> kChunkLog2;
     nnc_u64 word = nnc_u64(sym) << (8u * (in.k - 1));
     for (nnc_u32 j = 0; j + 1 < in.k; ++j) word |= nnc_u64(source_byte(in, j, chunk, i, g)) << (8u * j);
     word = reorder<true>(word, in.layout);
-    for (nnc_u32 j = 0; j < in.k; ++j) out[g * in.k + j] = static_cast<nnc_u8>(word >> (8u * j));
+    nnc_u8* o = out + d.out;
+    for (nnc_u32 j = 0; j < in.k; ++j) o[g * in.k + j] = static_cast<nnc_u8>(word >> (8u * j));
   }
+};
+
+// One chunk of the merge (a task of merge_chunks).
+struct MergeTask {
+  nnc_u32 desc, chunk;
 };
 
 }  // namespace gpu
@@ -61,9 +71,8 @@ struct ToElements {
 // One rANS chunk per block, symbols to `sink`. grid: one block per rANS
 // chunk; block: whole warps (4 is a good start).
 template <class Sink>
-NNC_DEV void decode_chunk(const nnc_u8* frame, const RansChunk* chunks, nnc_u32 precision,
-                          nnc_u32 subblock_log2, const nnc_u8* row_offsets, nnc_u64 row_length,
-                          int* status, const Sink& sink) {
+NNC_DEV void decode_chunk(const Batch& batch, const RansChunk* chunks, int* status,
+                          const Sink& sink) {
   __shared__ nnc_u32 table[1u << 12];
   __shared__ nnc_u32 freqs[256];
   __shared__ nnc_u32 cum[257];
@@ -71,7 +80,11 @@ NNC_DEV void decode_chunk(const nnc_u8* frame, const RansChunk* chunks, nnc_u32 
   __shared__ nnc_u32 sub_at[kMaxSubblocks];  // states of sub-block b, from the payload start
   __shared__ int ok;
   const RansChunk c = chunks[blockIdx.x];
-  const nnc_u8* p = frame + c.payload;
+  const FrameDesc d = batch.descs[c.desc];
+  const nnc_u8* p = batch.frames + d.frame + c.payload;
+  const nnc_u32 precision = d.precision, subblock_log2 = d.subblock_log2;
+  const nnc_u8* row_offsets = batch.rows + d.rows;
+  const nnc_u64 row_length = d.row_length;
   const nnc_u32 block = 1u << subblock_log2;
   const nnc_u32 subblocks = (c.symbols + block - 1) >> subblock_log2;
   if (threadIdx.x == 0) {
@@ -136,7 +149,7 @@ NNC_DEV void decode_chunk(const nnc_u8* frame, const RansChunk* chunks, nnc_u32 
         const nnc_u32 e = table[x & mask];
         nnc_u8 sym = static_cast<nnc_u8>(rans::entry_symbol(e));
         if (c.shifted) sym = static_cast<nnc_u8>(sym + row_offsets[(c.first + base + i) / row_length]);
-        sink(c, base + i, sym);
+        sink(batch, d, c, base + i, sym);
         x = rans::decode_step(x, e, precision);
         need = rans::decode_needs_word(x);
       }
@@ -155,54 +168,46 @@ NNC_DEV void decode_chunk(const nnc_u8* frame, const RansChunk* chunks, nnc_u32 
   }
 }
 
-extern "C" __global__ void rans_decode_chunks(const nnc_u8* frame, const RansChunk* chunks,
-                                              nnc_u32 precision, nnc_u32 subblock_log2,
-                                              nnc_u8* planes, const nnc_u8* row_offsets,
-                                              nnc_u64 row_length, int* status) {
-  decode_chunk(frame, chunks, precision, subblock_log2, row_offsets, row_length, status,
-               ToPlanes{planes});
+extern "C" __global__ void rans_decode_chunks(const FrameDesc* descs, const RansChunk* chunks,
+                                              const nnc_u8* frames, const nnc_u8* rows,
+                                              int* status, nnc_u8* planes) {
+  const Batch batch{descs, frames, planes, nullptr, nullptr, rows};
+  decode_chunk(batch, chunks, status, ToPlanes{planes});
 }
 
 // Fused: chunks whose only rANS plane is the last (the exponent plane),
 // decoded straight into elements: that plane never goes to memory. The
 // other planes of those chunks are raw, constant or the CPU's.
-extern "C" __global__ void rans_decode_merge(const nnc_u8* frame, const RansChunk* chunks,
-                                             nnc_u32 precision, nnc_u32 subblock_log2,
-                                             const nnc_u8* external, const PlaneSource* sources,
-                                             nnc_u32 k, nnc_u64 n, nnc_u32 nchunks,
-                                             nnc_u32 layout, const nnc_u8* row_offsets,
-                                             nnc_u64 row_length, int* status, nnc_u8* out) {
-  const MergeInput in{frame, nullptr, external, sources, row_offsets, row_length, n, k, nchunks, layout};
-  decode_chunk(frame, chunks, precision, subblock_log2, row_offsets, row_length, status,
-               ToElements{in, out});
+extern "C" __global__ void rans_decode_merge(const FrameDesc* descs, const RansChunk* chunks,
+                                             const nnc_u8* frames, const nnc_u8* rows,
+                                             int* status, const nnc_u8* external,
+                                             const PlaneSource* sources, nnc_u8* out) {
+  const Batch batch{descs, frames, nullptr, external, sources, rows};
+  decode_chunk(batch, chunks, status, ToElements{out});
 }
 
-// One thread per element (grid-stride), but for the chunks rans_decode_merge
-// wrote (`fused`, a byte per chunk): every byte from its source
-// (source_byte), then the inverse reorder of `layout`. to_planes: write
-// plane-major bytes instead of elements.
-extern "C" __global__ void merge_elements(const nnc_u8* frame, const nnc_u8* planes,
-                                          const nnc_u8* external, const PlaneSource* sources,
-                                          nnc_u32 k, nnc_u64 n, nnc_u32 chunks, nnc_u32 layout,
-                                          const nnc_u8* row_offsets, nnc_u64 row_length,
-                                          nnc_u32 to_planes, const nnc_u8* fused, nnc_u8* out) {
-  const MergeInput in{frame, planes, external, sources, row_offsets, row_length, n, k, chunks, layout};
-  const nnc_u64 stride = nnc_u64(gridDim.x) * blockDim.x;
-  for (nnc_u64 g = nnc_u64(blockIdx.x) * blockDim.x + threadIdx.x; g < n; g += stride) {
-    const nnc_u64 c = g >> kChunkLog2;
-    if (fused[c]) continue;  // written by rans_decode_merge
-    const nnc_u64 i = g & ((nnc_u64(1) << kChunkLog2) - 1u);
-    if (to_planes) {
-      for (nnc_u32 j = 0; j < k; ++j) out[nnc_u64(j) * n + g] = source_byte(in, j, c, i, g);
+// The chunks the fused kernel did not write, one block each: every byte
+// from its source (source_byte), then the inverse reorder of the frame's
+// layout; or, for frames decoded to planes, plane-major bytes.
+extern "C" __global__ void merge_chunks(const FrameDesc* descs, const MergeTask* tasks,
+                                        const nnc_u8* frames, const nnc_u8* planes,
+                                        const nnc_u8* external, const PlaneSource* sources,
+                                        const nnc_u8* rows, nnc_u8* out) {
+  const MergeTask t = tasks[blockIdx.x];
+  const FrameDesc d = descs[t.desc];
+  const MergeInput in = merge_input(Batch{descs, frames, planes, external, sources, rows}, d);
+  const nnc_u64 first = nnc_u64(t.chunk) << kChunkLog2, c = t.chunk, k = d.k;
+  const nnc_u64 m = d.n - first < (nnc_u64(1) << kChunkLog2) ? d.n - first : (nnc_u64(1) << kChunkLog2);
+  nnc_u8* o = out + d.out;
+  for (nnc_u64 i = threadIdx.x; i < m; i += blockDim.x) {
+    const nnc_u64 g = first + i;
+    if (d.to_planes) {
+      for (nnc_u32 j = 0; j < k; ++j) o[nnc_u64(j) * d.n + g] = source_byte(in, j, c, i, g);
       continue;
     }
     nnc_u64 word = 0;
-    if (layout == 0) {
-      for (nnc_u32 j = 0; j < k; ++j) out[g * k + j] = source_byte(in, j, c, i, g);
-      continue;
-    }
     for (nnc_u32 j = 0; j < k; ++j) word |= nnc_u64(source_byte(in, j, c, i, g)) << (8u * j);
-    word = reorder<true>(word, layout);
-    for (nnc_u32 j = 0; j < k; ++j) out[g * k + j] = static_cast<nnc_u8>(word >> (8u * j));
+    word = reorder<true>(word, d.layout);
+    for (nnc_u32 j = 0; j < k; ++j) o[g * k + j] = static_cast<nnc_u8>(word >> (8u * j));
   }
 }
