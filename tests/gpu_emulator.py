@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import shutil
 import subprocess
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -42,8 +43,18 @@ def build(directory: Path) -> Path:
     return lib
 
 
+class DeviceArray(np.ndarray):
+    """What the tests treat as device memory: the emulator backend serves
+    these (the codecs' device paths), as CupyBackend serves CuPy arrays."""
+
+
 class EmulatorBackend:
-    """nncodecs.gpu.decode's Backend protocol over NumPy arrays and the emulator."""
+    """nncodecs.gpu's Backend protocol over NumPy arrays and the emulator.
+
+    Registered (nncodecs.gpu.device.register_backend), it serves DeviceArray
+    objects and the device named "emulator"."""
+
+    name = "emulator"
 
     #: The split kernel strides over what one small grid does not cover:
     #: every emulated thread is an OS thread.
@@ -54,6 +65,9 @@ class EmulatorBackend:
     def __init__(self, lib: Path) -> None:
         self.lib = ctypes.CDLL(str(lib))
         self.launches: list[tuple[str, int, int]] = []
+        # One launch at a time: the emulator's grid size and __shared__
+        # variables are process-wide (Zarr encodes chunks on threads).
+        self.lock = threading.Lock()
 
     def to_device(self, host: np.ndarray) -> np.ndarray:
         return np.array(host, dtype=host.dtype, copy=True).reshape(-1)
@@ -68,6 +82,18 @@ class EmulatorBackend:
 
     def to_host(self, arr: Any) -> np.ndarray:
         return np.asarray(arr)
+
+    def owns(self, obj: Any) -> bool:
+        return isinstance(obj, DeviceArray)
+
+    def flat_bytes(self, obj: Any) -> np.ndarray:
+        return np.asarray(obj).reshape(-1).view(np.uint8)
+
+    def typed(self, flat: Any, dtype: np.dtype, shape: tuple[int, ...], like: Any) -> Any:
+        return np.asarray(flat).view(dtype).reshape(shape).view(DeviceArray)
+
+    def device_array(self, host: np.ndarray) -> DeviceArray:
+        return np.array(host, copy=True).view(DeviceArray)
 
     def concat(self, arrays: list[Any]) -> np.ndarray:
         return np.concatenate([np.asarray(a).reshape(-1) for a in arrays])
@@ -84,4 +110,5 @@ class EmulatorBackend:
                 converted.append(ctypes.c_uint32(int(a)))
             else:
                 raise TypeError(f"kernel argument of type {type(a).__name__}")
-        getattr(self.lib, "emu_" + name)(*converted)
+        with self.lock:
+            getattr(self.lib, "emu_" + name)(*converted)

@@ -199,3 +199,14 @@ def test_sample_and_probe_decide_as_on_the_cpu(backend: Any) -> None:
     cpu, gpu = _both(backend, planes, planes=2, coder="auto")
     assert [c[2] for c in _core.frame_info(cpu, 2 * m)["chunks"]] == ["raw", "raw"]
     assert gpu == cpu
+
+
+def test_plan_chunks_of_one_chunk_leaves_shared_bytes_alone() -> None:
+    # One chunk: one-byte results, which must be new objects (CPython shares
+    # the bytes objects of one character; writing one corrupted b"\x00").
+    counts = np.zeros((1, 256), np.uint32)
+    counts[0, 5] = 100  # a constant chunk of 5s
+    kinds, values = _core.plan_chunks(counts, counts, [100], [-1], "rans", 11, 16, 50)
+    assert (kinds, values) == (b"\x01", b"\x05")
+    assert np.zeros(1, np.uint8).tobytes() == b"\x00"
+    assert np.full(1, 5, np.uint8).tobytes() == b"\x05"

@@ -456,9 +456,7 @@ py::tuple plan_chunks(py::handle counts, py::handle samples, const std::vector<s
   auto cnt = counts_array(counts, c, "plan_chunks", "counts");
   auto smp = counts_array(samples, c, "plan_chunks", "samples");
   const nnc::EncodeParams params = chunk_params(coder, precision, subblock_log2, min_gain_permille);
-  py::bytes kinds(std::string(c, '\0')), values(std::string(c, '\0'));
-  char* k = PyBytes_AS_STRING(kinds.ptr());
-  char* v = PyBytes_AS_STRING(values.ptr());
+  std::string k(c, '\0'), v(c, '\0');
   for (std::size_t i = 0; i < c; ++i) {
     const std::size_t m = static_cast<std::size_t>(lengths[i]);
     const bool uniform = m >= nnc::kEstimateFrom && nnc::sample_is_raw(smp.data() + 256 * i);
@@ -471,7 +469,7 @@ py::tuple plan_chunks(py::handle counts, py::handle samples, const std::vector<s
                                  : static_cast<int>(plan.mode));
     v[i] = static_cast<char>(plan.value);
   }
-  return py::make_tuple(kinds, values);
+  return py::make_tuple(py::bytes(k), py::bytes(v));
 }
 
 // Per chunk coded with rANS only: the mode settle_chunk keeps (rans, raw or zstd).

@@ -167,6 +167,15 @@ def as_numpy(obj: Any) -> np.ndarray:
     return np.asarray(memoryview(obj)) if not hasattr(obj, "__array__") else np.asarray(obj)
 
 
+def torch_dtype(dtype: Any) -> Any:
+    """The torch dtype of a NumPy (or ML) dtype; ``TypeError`` where torch has none."""
+    native = native_dtype(normalize_dtype(dtype))
+    for tdtype, (np_dtype, _) in _torch_map().items():
+        if np_dtype == native:
+            return tdtype
+    raise TypeError(f"no torch dtype for {native}")
+
+
 def to_torch(array: np.ndarray) -> Any:
     """Torch tensor with the same bits as a NumPy array (bfloat16, float8 included).
 

@@ -61,6 +61,12 @@ from nncodecs.codecs._shell import (
 )
 from nncodecs.dtypes import dtype_name, float_layout, native_dtype, normalize_dtype
 from nncodecs.errors import CorruptDataError
+from nncodecs.gpu.device import (
+    backend_for,
+    decode_weights_on_device,
+    device_dtype,
+    encode_weights_on_device,
+)
 
 __all__ = ["NumcodecsWeights", "Weights", "decode_weights", "encode_weights"]
 
@@ -197,11 +203,17 @@ class NumcodecsWeights(NumcodecsParams, Codec):
     def _settings(self) -> dict[str, Any]:
         return {p: getattr(self, p) for p in self._params}
 
-    def encode(self, buf: Any) -> bytes:
+    def encode(self, buf: Any) -> Any:
+        backend = backend_for(buf)
+        if backend is not None:  # CuPy / torch CUDA: the frame stays on the device
+            return encode_weights_on_device(backend, buf, self._settings(), self.dtype)
         arr = typed_input(buf, self.dtype, CODEC_ID)
         return encode_weights(arr, self._settings(), self.threads)
 
     def decode(self, buf: Any, out: Any = None) -> Any:
+        backend = backend_for(buf) or (backend_for(out) if out is not None else None)
+        if backend is not None:
+            return self._decode_on_device(backend, buf, out)
         dtype = self.dtype
         if dtype is None:
             if out is None:
@@ -217,6 +229,25 @@ class NumcodecsWeights(NumcodecsParams, Codec):
             decode_weights(buf, dtype, count, out=out, threads=self.threads)
             return out
         return decode_weights(buf, dtype, None, threads=self.threads)
+
+    def _decode_on_device(self, backend: Any, buf: Any, out: Any) -> Any:
+        """A frame (on the device or the host) decoded on the device: into
+        ``out`` (on the device) or a new array like the input (CuPy for host
+        frames)."""
+        if self.dtype is None and out is None:
+            raise ValueError(f"{CODEC_ID}: decoding needs dtype= in the codec or an out= array")
+        dtype = self.dtype if self.dtype is not None else device_dtype(out, None)
+        if out is None:
+            return decode_weights_on_device(backend, [buf], dtype, [None], like=buf)[0]
+        if not backend.owns(out):
+            raise ValueError(f"{CODEC_ID}: a frame decoded on the device needs out= there too")
+        target = normalize_dtype(dtype)
+        count, rem = divmod(int(backend.flat_bytes(out).size), target.itemsize)
+        if rem:
+            raise ValueError(f"{CODEC_ID}: out does not hold whole {dtype} elements")
+        arr = decode_weights_on_device(backend, [buf], dtype, [(count,)], like=out)[0]
+        backend.flat_bytes(out)[...] = backend.flat_bytes(arr)
+        return out
 
 
 @dataclass(frozen=True)
@@ -269,11 +300,23 @@ class Weights(ZarrShell, DtypeFromArray, ArrayBytesCodec):  # type: ignore[misc]
         }
 
     def _encode_sync(self, chunk_array: Any, chunk_spec: ArraySpec) -> Any:
-        frame = encode_weights(chunk_array.as_ndarray_like(), self._settings())
+        data = chunk_array.as_ndarray_like()
+        backend = backend_for(data)
+        if backend is not None:  # a GPU buffer (zarr.config.enable_gpu()): encoded there
+            dtype = dtype_name(chunk_spec.dtype.to_native_dtype())
+            frame = encode_weights_on_device(backend, data, self._settings(), dtype)
+            return chunk_spec.prototype.buffer.from_array_like(frame)
+        frame = encode_weights(data, self._settings())
         return chunk_spec.prototype.buffer.from_bytes(frame)
 
     def _decode_sync(self, chunk_bytes: Any, chunk_spec: ArraySpec) -> Any:
         native = chunk_spec.dtype.to_native_dtype()
+        raw = chunk_bytes.as_array_like()
+        backend = backend_for(raw)
+        if backend is not None:  # a GPU buffer: decoded there, into the prototype's arrays
+            arr = decode_weights_on_device(backend, [raw], native, [tuple(chunk_spec.shape)],
+                                           like=raw)[0]  # fmt: skip
+            return chunk_spec.prototype.nd_buffer.from_ndarray_like(arr)
         count = math.prod(chunk_spec.shape)
         arr = decode_weights(chunk_bytes.as_numpy_array(), native, count)
         return chunk_spec.prototype.nd_buffer.from_ndarray_like(arr.reshape(chunk_spec.shape))

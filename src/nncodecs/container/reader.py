@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import math
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,11 +12,13 @@ from typing import Any, Self
 import numpy as np
 import zarr
 
+from nncodecs import _core
 from nncodecs.codecs._shell import set_threads
+from nncodecs.codecs.weights import NumcodecsWeights, Weights
 from nncodecs.container import layout
 from nncodecs.container._store import open_store
 from nncodecs.container.writer import Writer, check_container, tensor_name
-from nncodecs.dtypes import dtype_name, to_torch
+from nncodecs.dtypes import dtype_name, float_layout, to_torch
 from nncodecs.errors import CorruptDataError
 
 __all__ = ["Reader", "TensorInfo", "merge"]
@@ -114,7 +118,7 @@ class Reader:
             codec=_codec_names(z),
         )
 
-    def read_tensor(self, name: str, to: str = "numpy") -> Any:
+    def read_tensor(self, name: str, to: str = "numpy", device: str = "cpu") -> Any:
         """The whole tensor as ``"numpy"``, ``"torch"`` or ``"cupy"``.
 
         A raw tensor in a directory or zip store comes back as a read-only
@@ -122,7 +126,15 @@ class Reader:
         tensor comes back as a SciPy matrix with ``to="scipy"``, as a dict of
         its NumPy arrays (and ``shape``) otherwise; an MXFP4 / NVFP4 weight as
         its pair ``(blocks, scales)``.
+
+        ``device="cuda"`` (or ``"cuda:N"``; dense tensors, ``to="torch"`` or
+        ``"cupy"``) decodes on the GPU: the frames of all the tensor's chunks
+        go to the device and decode there in one batch, straight into the
+        tensor's memory (a CuPy array holds bfloat16 and float8 as their
+        bits). Tensors stored raw or with zstd are read on the host and copied.
         """
+        if device != "cpu":
+            return self._read_on_device(name, to, device)
         kind = self.layout(name)
         if kind != "dense":
             return self._read_composite(name, kind, to)
@@ -134,6 +146,39 @@ class Reader:
         except CorruptDataError as exc:
             raise CorruptDataError(f"tensor {name!r}: {exc}") from exc
         return _convert(arr, to)
+
+    def _read_on_device(self, name: str, to: str, device: str) -> Any:
+        from nncodecs.gpu.decode import decode_frames
+        from nncodecs.gpu.device import backend_for_device
+
+        backend = backend_for_device(device)
+        if self.layout(name) != "dense":
+            raise ValueError(
+                f"tensor {name!r} is {self.layout(name)}: device reads take dense ones"
+            )
+        z = self[name]
+        target = np.dtype(z.dtype)
+        frames = _chunk_frames(z)
+        if frames is None:  # not the weights codec: decoded on the host, then one copy
+            host = np.ascontiguousarray(self.read_tensor(name))
+            flat = backend.to_device(host.reshape(-1).view(np.uint8))
+            return backend.typed(flat, target, tuple(z.shape), to)
+        chunk = math.prod(z.chunks) * target.itemsize
+        out = backend.empty(chunk * len(frames))
+        try:
+            decoded = decode_frames(
+                backend, frames, max_decoded=[chunk] * len(frames),
+                layouts=[float_layout(target)] * len(frames), elements=True,
+                planes=[target.itemsize] * len(frames), out=out,
+            )  # fmt: skip
+            short = [i for i, d in enumerate(decoded) if int(d.size) != chunk]
+            if short:
+                raise CorruptDataError(f"chunk {short[0]} holds fewer bytes than a chunk")
+        except CorruptDataError as exc:
+            raise CorruptDataError(f"tensor {name!r}: {exc}") from exc
+        return backend.typed(
+            out[: math.prod(z.shape) * target.itemsize], target, tuple(z.shape), to
+        )
 
     def _read_composite(self, name: str, kind: str, to: str) -> Any:
         _, group, attrs = self._entries[name]
@@ -217,6 +262,78 @@ def _convert(arr: np.ndarray, to: str) -> Any:
 
         return cupy.asarray(arr)
     raise ValueError(f"to must be 'numpy', 'torch' or 'cupy', got {to!r}")
+
+
+def _chunk_frames(z: Any) -> list[np.ndarray] | None:
+    """The ``weights`` frames of an array's chunks, in order, as the Writer
+    lays them out (chunks along the first axis only, in shards or not);
+    ``None`` for any other codec or layout. A chunk never written (all fill
+    value) gets a frame of fill values, encoded here."""
+    from zarr.core.buffer import default_buffer_prototype
+    from zarr.core.sync import sync
+
+    codecs = list(z.metadata.to_dict()["codecs"])
+    sharded = len(codecs) == 1 and codecs[0]["name"] == "sharding_indexed"
+    if sharded:
+        config = codecs[0]["configuration"]
+        index = [c["name"] for c in config["index_codecs"]]
+        if config["index_location"] != "end" or index != ["bytes", "crc32c"]:
+            return None
+        codecs = list(config["codecs"])
+    if [c["name"] for c in codecs] != [Weights.codec_id]:
+        return None
+    shape, chunks = tuple(z.shape), tuple(z.chunks)
+    if shape and tuple(chunks[1:]) != tuple(max(1, d) for d in shape[1:]):
+        return None
+    count = -(-shape[0] // chunks[0]) if shape else 1
+    store, prefix = z.store_path.store, z.store_path.path
+    proto = default_buffer_prototype()
+
+    def key(coords: tuple[int, ...]) -> str:
+        return f"{prefix}/{z.metadata.encode_chunk_key(coords)}" if prefix else (
+            z.metadata.encode_chunk_key(coords))  # fmt: skip
+
+    def coords(i: int) -> tuple[int, ...]:
+        return (i, *[0] * (len(shape) - 1)) if shape else ()
+
+    async def get_all(keys: list[str]) -> list[Any]:
+        return await asyncio.gather(*(store.get(k, prototype=proto) for k in keys))
+
+    filler: list[np.ndarray] = []
+
+    def fill() -> np.ndarray:  # the frame of a chunk of fill values
+        if not filler:
+            data = np.full(chunks, z.fill_value, dtype=z.dtype)
+            frame = NumcodecsWeights(**codecs[0]["configuration"]).encode(data)
+            filler.append(np.frombuffer(frame, np.uint8))
+        return filler[0]
+
+    frames: list[np.ndarray] = []
+    if not sharded:
+        for buf in sync(get_all([key(coords(i)) for i in range(count)])):
+            frames.append(fill() if buf is None else np.frombuffer(buf.to_bytes(), np.uint8))
+        return frames
+    per = z.shards[0] // chunks[0]
+    shard_count = -(-count // per)
+    for s, buf in enumerate(sync(get_all([key(coords(s)) for s in range(shard_count)]))):
+        inner = min(per, count - s * per)
+        if buf is None:
+            frames.extend(fill() for _ in range(inner))
+            continue
+        raw = np.frombuffer(buf.to_bytes(), np.uint8)
+        index_len = 16 * per + 4
+        index = raw[raw.size - index_len :]
+        if raw.size < index_len or _core.crc32c(index[:-4]) != int.from_bytes(index[-4:], "little"):
+            raise CorruptDataError(f"shard {s} of {z.path!r}: its chunk index fails its CRC32C")
+        spans = index[:-4].view("<u8").reshape(per, 2)
+        for offset, length in spans[:inner].tolist():
+            if offset == length == 2**64 - 1:
+                frames.append(fill())
+            elif offset + length > raw.size - index_len:
+                raise CorruptDataError(f"shard {s} of {z.path!r}: a chunk passes its end")
+            else:
+                frames.append(raw[offset : offset + length])
+    return frames
 
 
 def _codec_names(z: Any) -> str:

@@ -66,13 +66,66 @@ def _module() -> Any:
     return cupy.RawModule(code=kernel_source(), options=("-std=c++17",))
 
 
+def _is_torch(obj: Any) -> bool:
+    return type(obj).__module__.split(".")[0] == "torch"
+
+
 class CupyBackend:
-    """Device arrays on the current CuPy device, launches on its current stream."""
+    """Device arrays on the current CuPy device, launches on its current stream.
+
+    Serves CuPy arrays and torch CUDA tensors (zero-copy through DLPack; a
+    torch tensor's work runs on torch's current stream, see ``stream_of``).
+    """
 
     def __init__(self) -> None:
         import cupy
 
         self.cp = cupy
+
+    def owns(self, obj: Any) -> bool:
+        module = type(obj).__module__.split(".")[0]
+        return module == "cupy" or (module == "torch" and bool(getattr(obj, "is_cuda", False)))
+
+    def flat_bytes(self, obj: Any) -> Any:
+        """A device array or tensor as a flat uint8 CuPy array (a view where contiguous)."""
+        if _is_torch(obj):
+            import torch
+
+            t = obj.detach()
+            t = t if t.is_contiguous() else t.contiguous()
+            return self.cp.from_dlpack(t.reshape(-1).view(torch.uint8))
+        return self.cp.ascontiguousarray(obj).reshape(-1).view(self.cp.uint8)
+
+    def typed(self, flat: Any, dtype: np.dtype, shape: tuple[int, ...], like: Any) -> Any:
+        """Decoded bytes as elements: a torch tensor where ``like`` is one (or
+        ``"torch"``), else a CuPy array (bfloat16 and float8 as their bits,
+        which CuPy has no dtype for)."""
+        if like == "torch" or _is_torch(like):
+            import torch
+
+            from nncodecs.dtypes import torch_dtype
+
+            return torch.from_dlpack(flat).view(torch_dtype(dtype)).reshape(shape)
+        try:
+            as_cupy = self.cp.dtype(dtype)
+        except TypeError:
+            as_cupy = self.cp.dtype(f"uint{8 * dtype.itemsize}")
+        return flat.view(as_cupy).reshape(shape)
+
+    def device_array(self, host: np.ndarray) -> Any:
+        return self.cp.asarray(host)
+
+    def stream_of(self, obj: Any) -> Any:
+        """A context that runs this backend's work on torch's current stream
+        for torch tensors (the caller's stream), a no-op otherwise."""
+        import contextlib
+
+        if _is_torch(obj):
+            import torch
+
+            stream = torch.cuda.current_stream(obj.device)
+            return self.cp.cuda.ExternalStream(stream.cuda_stream, obj.device.index or 0)
+        return contextlib.nullcontext()
 
     def to_device(self, host: np.ndarray) -> Any:
         return self.cp.asarray(np.ascontiguousarray(host))

@@ -252,6 +252,7 @@ def decode_frames(
     elements: bool = False,
     device_frames: list[Any] | None = None,
     planes: list[int] | None = None,
+    out: Any = None,
 ) -> list[Any]:
     """Decode many frames in one launch of each kernel: a device array each.
 
@@ -263,7 +264,8 @@ def decode_frames(
     :class:`nncodecs.CorruptDataError` naming it (``frame i:`` when there are
     several). Whole-input zstd frames (``auto`` writes them for small inputs)
     decode on the CPU and are copied to the device; with ``elements`` they
-    need ``planes`` (bytes an element, a frame).
+    need ``planes`` (bytes an element, a frame). ``out``: a device buffer of
+    at least the outputs' total bytes to decode into (frame after frame).
     """
     count = len(frames)
     layouts = layouts or ["none"] * count
@@ -290,7 +292,10 @@ def decode_frames(
     name = (lambda i: f"frame {i}: ") if count > 1 else (lambda i: "")
     sizes = [hosted[i].size if p is None else p.planes * p.symbols for i, p in enumerate(plans)]
     out_at = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    out = backend.empty(int(out_at[-1]))
+    if out is None:
+        out = backend.empty(int(out_at[-1]))
+    elif int(out.size) < int(out_at[-1]):
+        raise ValueError(f"decode_frames: out has {int(out.size)} bytes, {int(out_at[-1])} needed")
     outputs = [out[int(out_at[i]) : int(out_at[i + 1])] for i in range(count)]
     for i, cpu in hosted.items():
         if cpu.size:

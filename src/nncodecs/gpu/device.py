@@ -15,16 +15,18 @@ they are; torch tensors keep their dtype.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 from typing import Any
 
 import numpy as np
 
-from nncodecs.dtypes import float_layout, normalize_dtype
+from nncodecs.dtypes import ML_DTYPES, float_layout, normalize_dtype
 
 __all__ = [
     "backend_for",
+    "backend_for_device",
     "decode_weights_on_device",
     "device_dtype",
     "encode_weights_on_device",
@@ -36,7 +38,8 @@ _registered: list[Any] = []
 
 
 def register_backend(backend: Any) -> None:
-    """Add a backend; it serves the objects its ``owns(obj)`` accepts."""
+    """Add a backend: it serves the objects its ``owns(obj)`` accepts, and the
+    device named by its ``name`` attribute."""
     _registered.append(backend)
 
 
@@ -64,27 +67,48 @@ def backend_for(obj: Any) -> Any | None:
     """The backend for an object on a device (``None``: it is host memory).
 
     Never imports CuPy for host objects."""
-    if isinstance(obj, bytes | bytearray | memoryview):
-        return None
     for backend in reversed(_registered):
         if backend.owns(obj):
             return backend
     return _cupy_backend() if _on_cuda(obj) else None
 
 
+def backend_for_device(device: str) -> Any:
+    """The backend of a device name: ``"cuda"`` or ``"cuda:N"`` (CuPy's current
+    device; pick another with ``cupy.cuda.Device(N)``), or a registered name."""
+    for backend in reversed(_registered):
+        if getattr(backend, "name", None) == device:
+            return backend
+    if device == "cuda" or (device.startswith("cuda:") and device[5:].isdigit()):
+        return _cupy_backend()
+    raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:N', got {device!r}")
+
+
 def device_dtype(obj: Any, configured: str | None) -> np.dtype:
-    """The element type of a device tensor: the codec's ``dtype`` where set
-    (CuPy holds bfloat16 and float8 as their bits), else the tensor's own."""
-    if configured is not None:
-        return normalize_dtype(configured)
-    return normalize_dtype(obj.dtype)
+    """The element type of a device tensor: its own, or the codec's ``dtype``
+    where set. Under a ``dtype`` the tensor must be of it, uint8 bytes, or
+    (bfloat16, float8: CuPy has no such dtypes) unsigned bits of its width."""
+    own = normalize_dtype(obj.dtype)
+    if configured is None:
+        return own
+    want = normalize_dtype(configured)
+    bits = own.kind == "u" and own.itemsize == want.itemsize and want.name in ML_DTYPES
+    if own == want or own == np.uint8 or bits:
+        return want
+    raise ValueError(f"nncodecs.weights: configured for {configured}, got {own} data")
+
+
+def _stream(backend: Any, obj: Any) -> Any:
+    """The backend's stream context for work on ``obj`` (torch: its current stream)."""
+    stream_of = getattr(backend, "stream_of", None)
+    return stream_of(obj) if stream_of is not None else contextlib.nullcontext()
 
 
 def encode_weights_on_device(
     backend: Any, tensor: Any, settings: dict[str, Any], dtype: str | None
 ) -> Any:
-    """The ``weights`` frame of a device tensor, on the device (a uint8 array
-    there), byte for byte the CPU's frame of the same elements."""
+    """The ``weights`` frame of a device tensor, on the device (uint8, the kind
+    of array the tensor is), byte for byte the CPU's frame of its elements."""
     from nncodecs.codecs.weights import row_length
     from nncodecs.gpu.encode import encode_on
 
@@ -98,51 +122,75 @@ def encode_weights_on_device(
     shape = (
         tuple(tensor.shape) if int(flat.size) == math.prod(tensor.shape) * target.itemsize else ()
     )
-    return encode_on(
-        backend,
-        flat,
-        planes=target.itemsize,
-        coder=settings["coder"],
-        precision=settings["precision"],
-        subblock_log2=settings["subblock_log2"],
-        checksum=settings["checksum"],
-        zstd_level=settings["zstd_level"],
-        min_gain=settings["min_gain"],
-        elements=True,
-        layout=float_layout(target),
-        row_length=row_length(shape),
-    )
+    with _stream(backend, tensor):
+        frame = encode_on(
+            backend,
+            flat,
+            planes=target.itemsize,
+            coder=settings["coder"],
+            precision=settings["precision"],
+            subblock_log2=settings["subblock_log2"],
+            checksum=settings["checksum"],
+            zstd_level=settings["zstd_level"],
+            min_gain=settings["min_gain"],
+            elements=True,
+            layout=float_layout(target),
+            row_length=row_length(shape),
+        )
+    return backend.typed(frame, np.dtype(np.uint8), (int(frame.size),), tensor)
 
 
 def decode_weights_on_device(
-    backend: Any, frame: Any, dtype: Any, shape: tuple[int, ...] | None, like: Any = None
-) -> Any:
-    """Elements of ``dtype`` decoded on the device from a frame (on the device
-    or the host), shaped ``shape`` (``None``: flat, as many as the frame
-    holds), as the kind of array ``like`` is (torch or CuPy; default CuPy)."""
-    from nncodecs.codecs._frame import WHOLE_MAGIC, decode_frame, max_ratio_bound
+    backend: Any,
+    frames: list[Any],
+    dtype: Any,
+    shapes: list[tuple[int, ...] | None],
+    like: Any = None,
+) -> list[Any]:
+    """Elements of ``dtype`` decoded on the device from ``weights`` frames (each
+    on the device or the host), in one batch: each shaped as ``shapes[i]``
+    (``None``: flat, as many as its frame holds), as the kind of array
+    ``like`` is (a torch tensor, or ``"torch"``: torch; else the backend's)."""
+    from nncodecs.codecs._frame import max_ratio_bound
+    from nncodecs.codecs._shell import as_array
     from nncodecs.errors import CorruptDataError
-    from nncodecs.gpu.decode import decode_on
+    from nncodecs.gpu.decode import decode_frames
 
     target = normalize_dtype(dtype)
-    count = None if shape is None else math.prod(shape)
-    host_frame, device_frame = backend.frame_for_parsing(frame)
-    limit = max_ratio_bound(host_frame.nbytes) if count is None else count * target.itemsize
-    if host_frame[:4].tobytes() == WHOLE_MAGIC:
-        # A whole-input zstd frame (small inputs only): no GPU kernel for zstd.
-        flat = backend.to_device(decode_frame(backend.to_host(frame), max_decoded=limit,
-                                              elements=True, layout=float_layout(target),
-                                              planes=target.itemsize))  # fmt: skip
-    else:
-        flat = decode_on(backend, host_frame, max_decoded=limit, layout=float_layout(target),
-                         elements=True, device_frame=device_frame)  # fmt: skip
-    nbytes = int(flat.size)
-    if nbytes % target.itemsize:
-        raise CorruptDataError(f"nncodecs.weights: {nbytes} decoded bytes are not whole {target}")
-    if count is not None and nbytes != count * target.itemsize:
-        raise CorruptDataError(
-            f"nncodecs.weights: the frame holds {nbytes} bytes, expected {count * target.itemsize}"
+    hosts, devices, limits = [], [], []
+    for frame, shape in zip(frames, shapes, strict=True):
+        if backend.owns(frame):
+            dev = backend.flat_bytes(frame)
+            hosts.append(None)
+            devices.append(dev)
+            total = int(dev.size)
+        else:
+            host = frame if isinstance(frame, bytes) else as_array(frame)
+            host = np.frombuffer(host, np.uint8) if isinstance(host, bytes) else (
+                np.ascontiguousarray(host).reshape(-1).view(np.uint8))  # fmt: skip
+            hosts.append(host)
+            devices.append(None)
+            total = host.nbytes
+        limits.append(
+            max_ratio_bound(total) if shape is None else math.prod(shape) * target.itemsize
         )
-    return backend.typed(
-        flat, target, shape if shape is not None else (nbytes // target.itemsize,), like
-    )
+    with _stream(backend, like):
+        flats = decode_frames(
+        backend, hosts, max_decoded=limits, layouts=[float_layout(target)] * len(frames),
+        elements=True, device_frames=devices, planes=[target.itemsize] * len(frames),
+    )  # fmt: skip
+    out = []
+    for flat, shape in zip(flats, shapes, strict=True):
+        nbytes = int(flat.size)
+        if nbytes % target.itemsize:
+            raise CorruptDataError(
+                f"nncodecs.weights: {nbytes} decoded bytes are not whole {target}"
+            )
+        if shape is not None and nbytes != math.prod(shape) * target.itemsize:
+            raise CorruptDataError(
+                f"nncodecs.weights: a frame holds {nbytes} bytes, expected "
+                f"{math.prod(shape) * target.itemsize}"
+            )
+        flat_shape = (nbytes // target.itemsize,)
+        out.append(backend.typed(flat, target, flat_shape if shape is None else shape, like))
+    return out
