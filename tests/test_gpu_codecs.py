@@ -175,3 +175,46 @@ def test_reader_device_read_checks_the_shard_index(device: Any, tmp_path: Path) 
     shard.write_bytes(bytes(data))
     with Reader(path) as r, pytest.raises(CorruptDataError, match="fails its CRC32C"):
         r.read_tensor("bf16", to="cupy", device=_device_name(device))
+
+
+def test_enable_gpu(device: Any, tmp_path: Path) -> None:
+    # zarr.config.enable_gpu(): Zarr reads into CuPy buffers, the codec
+    # decodes (and encodes) on the GPU, the result is a CuPy array.
+    if _device_name(device) != "cuda":
+        pytest.skip("needs CuPy and a GPU (the emulator variant is the prototype test)")
+    import cupy as cp
+
+    arr = row_scaled("float16", 1200, 256, seed=6)
+    with zarr.config.enable_gpu():
+        z = zarr.create_array(
+            str(tmp_path / "g.zarr"), shape=arr.shape, chunks=(600, 256), dtype=arr.dtype,
+            serializer=Weights(coder="rans"), compressors=None,
+        )  # fmt: skip
+        z[...] = cp.asarray(arr)
+        back = z[...]
+    assert isinstance(back, cp.ndarray)
+    assert same_bits(cp.asnumpy(back), arr)
+    assert same_bits(zarr.open_array(str(tmp_path / "g.zarr"))[...], arr)  # and on the CPU
+
+
+def test_torch_cuda_tensors(device: Any, tmp_path: Path) -> None:
+    # torch CUDA tensors in and out without host copies (DLPack), bfloat16 kept.
+    if _device_name(device) != "cuda":
+        pytest.skip("needs CuPy, torch and a GPU")
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch without CUDA")
+    arr = row_scaled("bfloat16", 600, 512, seed=7)
+    t = torch.from_numpy(arr.view(np.int16).copy()).view(torch.bfloat16).cuda()
+    codec = NumcodecsWeights(dtype="bfloat16")
+    frame = codec.encode(t)
+    assert isinstance(frame, torch.Tensor) and frame.is_cuda
+    assert frame.cpu().numpy().tobytes() == codec.encode(arr)
+    back = codec.decode(frame)
+    assert isinstance(back, torch.Tensor) and back.dtype == torch.bfloat16 and back.is_cuda
+    assert torch.equal(back.view(torch.int16).reshape(arr.shape).cpu(), t.view(torch.int16).cpu())
+    path, tensors = _model(tmp_path)
+    with Reader(path) as r:
+        got = r.read_tensor("bf16", to="torch", device="cuda")
+    assert got.is_cuda and got.dtype == torch.bfloat16
+    assert got.cpu().view(torch.int16).numpy().tobytes() == tensors["bf16"].tobytes()

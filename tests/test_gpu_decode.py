@@ -275,3 +275,21 @@ def test_frames_on_the_device(backend: Any, monkeypatch: pytest.MonkeyPatch) -> 
     with pytest.raises(CorruptDataError):  # truncated: the whole frame, then its error
         decode_on(backend, None, max_decoded=arr.nbytes, layout="bfloat16", elements=True,
                   device_frame=dev[: len(frame) - 1])  # fmt: skip
+
+
+def test_crc32c_join_equals_the_crc_of_the_whole() -> None:
+    # The host joins the device's chunk CRCs: a table for the common length
+    # (many pieces), the matrix product for the others, in any mix.
+    from nncodecs import _core
+
+    rng = np.random.default_rng(0)
+    for count in (0, 1, 5, 300, 700):
+        lens = np.full(count, 1 << 12, np.uint64)
+        if count:
+            lens[-1] = 777
+        if count > 3:
+            lens[count // 2] = 5
+        data = [rng.integers(0, 256, int(n), dtype=np.uint8) for n in lens]
+        crcs = np.array([_core.crc32c(d) for d in data], np.uint32)
+        whole = _core.crc32c(np.concatenate(data)) if count else 0
+        assert _core.crc32c_join(crcs, lens) == whole, count

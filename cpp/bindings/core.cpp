@@ -260,6 +260,56 @@ py::object frame_info(py::handle src, std::uint64_t max_decoded, std::size_t tot
   return d;
 }
 
+// A frame's header and chunk index as arrays (the GPU decoder's host lays
+// out its kernels' tables from them with NumPy, without a Python object a
+// chunk): modes, payload offsets and lengths, constant values, plane-major.
+// With total_len, as frame_info: None when the prefix is too short.
+py::object frame_index(py::handle src, std::uint64_t max_decoded, std::size_t total_len) {
+  Buffer in(src, false, "frame_index", "src");
+  nnc::FrameInfo info;
+  nnc::Error err;
+  if (total_len && total_len < in.size())
+    throw py::value_error("nncodecs._core.frame_index: a prefix longer than the frame");
+  const bool prefix = total_len > in.size();
+  if (nnc::frame_info(in.data(), in.size(), max_decoded, &info, &err,
+                      prefix ? total_len : 0) != nnc::Status::ok) {
+    if (prefix) return py::none();
+    raise_error(err, "frame_index");
+  }
+  const auto count = static_cast<py::ssize_t>(info.chunks.size());
+  py::array_t<std::uint8_t> modes(count), values(count);
+  py::array_t<std::uint64_t> offsets(count), lengths(count);
+  for (py::ssize_t i = 0; i < count; ++i) {
+    const nnc::ChunkRef& r = info.chunks[static_cast<std::size_t>(i)];
+    modes.mutable_data()[i] = static_cast<std::uint8_t>(r.mode);
+    values.mutable_data()[i] = r.value;
+    offsets.mutable_data()[i] = r.offset;
+    lengths.mutable_data()[i] = r.length;
+  }
+  py::dict d;
+  d["planes"] = info.planes;
+  d["decoded_len"] = info.decoded_len;
+  d["precision"] = info.precision;
+  d["subblock_log2"] = info.subblock_log2;
+  d["checksum"] = info.has_checksum ? py::object(py::int_(info.checksum)) : py::object(py::none());
+  d["row_length"] = info.row_length;
+  d["row_offsets_at"] = info.row_offsets_at;
+  d["modes"] = modes;
+  d["values"] = values;
+  d["offsets"] = offsets;
+  d["lengths"] = lengths;
+  return d;
+}
+
+// CRC32C of the pieces joined in order, from each piece's CRC and length.
+std::uint32_t crc32c_join(py::handle crcs, py::handle lengths) {
+  auto c = py::array_t<std::uint32_t, py::array::c_style | py::array::forcecast>::ensure(crcs);
+  auto l = py::array_t<std::uint64_t, py::array::c_style | py::array::forcecast>::ensure(lengths);
+  if (!c || !l || c.size() != l.size())
+    throw py::value_error("nncodecs._core.crc32c_join: one length a CRC");
+  return nnc::crc32c_join(c.data(), l.data(), static_cast<std::size_t>(c.size()));
+}
+
 // The little a decoder needs before it allocates: (decoded length, planes,
 // number of zstd chunks), with the same checks as frame_info.
 py::tuple frame_summary(py::handle src, std::uint64_t max_decoded) {
@@ -623,6 +673,11 @@ PYBIND11_MODULE(_core, m) {
         py::arg("total_len") = 0,
         "Parse and check a frame's header and chunk index. With total_len, src is the frame's "
         "first bytes only: None when the header and index do not lie in them.");
+  m.def("frame_index", &frame_index, py::arg("src"), py::arg("max_decoded"),
+        py::arg("total_len") = 0,
+        "A frame's header and its chunk index as arrays (modes, values, offsets, lengths).");
+  m.def("crc32c_join", &crc32c_join, py::arg("crcs"), py::arg("lengths"),
+        "CRC32C of pieces joined in order, from their CRCs and lengths.");
   m.def("frame_summary", &frame_summary, py::arg("src"), py::arg("max_decoded"),
         "(decoded length, planes, zstd chunks) of a checked frame.");
   m.def("frame_decode_new", &frame_decode_new, py::arg("src"), py::arg("max_decoded"),

@@ -178,5 +178,8 @@ std::uint32_t crc32c(std::uint32_t crc, const void* data, std::size_t len);
 void crc32c_set_narrow(bool narrow);
 // CRC of A||B from crc(A), crc(B) and len(B).
 std::uint32_t crc32c_combine(std::uint32_t crc_a, std::uint32_t crc_b, std::uint64_t len_b);
+// CRC of pieces joined in order (crc32c_combine over all), from their CRCs
+// and lengths: the GPU decoder's per-chunk CRCs into a frame's.
+std::uint32_t crc32c_join(const std::uint32_t* crcs, const std::uint64_t* lens, std::size_t count);
 
 }  // namespace nnc

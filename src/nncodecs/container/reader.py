@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import warnings
 from dataclasses import dataclass
@@ -148,10 +149,16 @@ class Reader:
         return _convert(arr, to)
 
     def _read_on_device(self, name: str, to: str, device: str) -> Any:
-        from nncodecs.gpu.decode import decode_frames
         from nncodecs.gpu.device import backend_for_device
 
         backend = backend_for_device(device)
+        context = getattr(backend, "device_context", None)
+        with context(device) if context is not None else contextlib.nullcontext():
+            return self._decode_on_device(backend, name, to)
+
+    def _decode_on_device(self, backend: Any, name: str, to: str) -> Any:
+        from nncodecs.gpu.decode import decode_frames
+
         if self.layout(name) != "dense":
             raise ValueError(
                 f"tensor {name!r} is {self.layout(name)}: device reads take dense ones"

@@ -112,6 +112,14 @@ class CupyBackend:
             as_cupy = self.cp.dtype(f"uint{8 * dtype.itemsize}")
         return flat.view(as_cupy).reshape(shape)
 
+    def device_context(self, device: str) -> Any:
+        """A context making ``"cuda:N"`` CuPy's current device (``"cuda"``: as it is)."""
+        import contextlib
+
+        if device.startswith("cuda:"):
+            return self.cp.cuda.Device(int(device[5:]))
+        return contextlib.nullcontext()
+
     def device_array(self, host: np.ndarray) -> Any:
         return self.cp.asarray(host)
 

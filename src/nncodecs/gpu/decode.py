@@ -113,7 +113,8 @@ class Backend(Protocol):
 
 @dataclass
 class DecodePlan:
-    """What the kernels need for one frame, on the host."""
+    """What the kernels need for one frame, on the host (arrays, not a
+    Python object a chunk: a 2 GiB tensor has thousands of chunks)."""
 
     planes: int
     symbols: int  # per plane
@@ -123,11 +124,15 @@ class DecodePlan:
     row_length: int
     row_offsets: np.ndarray  # the frame's row offsets (a single zero byte when none)
     rans: np.ndarray  # RANS_CHUNK records, the order of their thread blocks
-    rans_where: list[tuple[int, int]]  # (plane, chunk) of each record
+    rans_plane: np.ndarray  # the plane of each record
+    rans_chunk: np.ndarray  # its chunk within the plane
     sources: np.ndarray  # PLANE_SOURCE, plane-major
     external: bool  # whether Huffman or zstd chunks need the CPU's planes
     checksum: int | None  # the frame's CRC32C of the decoded planes
-    lengths: list[int]  # symbols of each (plane, chunk), index order
+    lengths: np.ndarray  # symbols of each (plane, chunk), index order (uint64)
+
+
+RAW, CONSTANT_MODE, RANS_MODE = 0, 1, 2  # nnc::ChunkMode (3 Huffman, 4 zstd)
 
 
 def plan_decode(frame: np.ndarray, max_decoded: int, total_len: int = 0) -> DecodePlan | None:
@@ -137,7 +142,7 @@ def plan_decode(frame: np.ndarray, max_decoded: int, total_len: int = 0) -> Deco
     ``None`` when its header and index do not lie in them."""
     if frame[:4].tobytes() != b"NNCF":
         raise CorruptDataError("the GPU decoder reads chunked frames ('NNCF') only")
-    info = _core.frame_info(frame, max_decoded, total_len)
+    info = _core.frame_index(frame, max_decoded, total_len)
     if info is None:
         return None
     k = int(info["planes"])
@@ -149,25 +154,23 @@ def plan_decode(frame: np.ndarray, max_decoded: int, total_len: int = 0) -> Deco
         row_offsets = frame[at : at + (n + row_length - 1) // row_length].copy()
     else:
         row_offsets = np.zeros(1, np.uint8)
+    modes, offsets = info["modes"], info["offsets"]
+    index = np.arange(k * chunks, dtype=np.uint64)
+    plane, chunk = index // np.uint64(max(chunks, 1)), index % np.uint64(max(chunks, 1))
+    first = chunk << np.uint64(CHUNK_LOG2)
+    at_planes = plane * np.uint64(n) + first
     sources = np.zeros(k * chunks, PLANE_SOURCE)
-    rans = []
-    where = []
-    external = False
-    for i, (plane, index, mode, offset, length, symbols) in enumerate(info["chunks"]):
-        first = index << CHUNK_LOG2
-        at_planes = plane * n + first
-        if mode == "raw":
-            sources[i] = (offset, FROM_FRAME, 0)
-        elif mode == "constant":
-            sources[i] = (0, CONSTANT, info["values"][i])
-        elif mode == "rans":
-            sources[i] = (at_planes, FROM_PLANES, 0)
-            shifted = 1 if row_length and plane == k - 1 else 0
-            rans.append((offset, at_planes, first, length, symbols, shifted, 0))
-            where.append((plane, index))
-        else:  # huffman, zstd: from the CPU's planes
-            sources[i] = (at_planes, FROM_EXTERNAL, 0)
-            external = True
+    raw, const, coded = modes == RAW, modes == CONSTANT_MODE, modes == RANS_MODE
+    sources["kind"] = np.select([raw, const, coded], [FROM_FRAME, CONSTANT, FROM_PLANES],
+                                FROM_EXTERNAL)  # fmt: skip
+    sources["offset"] = np.where(raw, offsets, np.where(const, 0, at_planes))
+    sources["value"] = np.where(const, info["values"], 0)
+    r = np.flatnonzero(coded)
+    rans = np.zeros(r.size, RANS_CHUNK)
+    rans["payload"], rans["out"], rans["first"] = offsets[r], at_planes[r], first[r]
+    rans["length"] = info["lengths"][r]
+    rans["symbols"] = np.minimum(np.uint64(1 << CHUNK_LOG2), np.uint64(n) - first[r])
+    rans["shifted"] = (plane[r] == k - 1) & (row_length > 0)
     return DecodePlan(
         planes=k,
         symbols=n,
@@ -176,12 +179,13 @@ def plan_decode(frame: np.ndarray, max_decoded: int, total_len: int = 0) -> Deco
         subblock_log2=int(info["subblock_log2"]),
         row_length=row_length,
         row_offsets=row_offsets,
-        rans=np.array(rans, RANS_CHUNK),
-        rans_where=where,
+        rans=rans,
+        rans_plane=plane[r],
+        rans_chunk=chunk[r],
         sources=sources,
-        external=external,
+        external=bool((modes > RANS_MODE).any()),
         checksum=info["checksum"],
-        lengths=[int(c[5]) for c in info["chunks"]],
+        lengths=np.minimum(np.uint64(1 << CHUNK_LOG2), np.uint64(n) - first),
     )
 
 
@@ -323,29 +327,31 @@ def decode_frames(
             external_at[i] = ext
             ext += cpu.size
     descs = np.zeros(len(live), FRAME_DESC)
-    sources, rans, rans_where, merge, crc, rows = [], [], [], [], [], []
+    sources, rows, records, merge, crc = [], [], [], [], []
     planes_at = rows_at = sources_at = 0
     for d, i in enumerate(live):
         plan = plans[i]
         k, chunks = plan.planes, plan.chunks
         fused = fused_chunks(plan) if elements else np.zeros(chunks, np.uint8)
-        in_fused = np.array([bool(fused[c]) for _, c in plan.rans_where], dtype=bool)
-        needs_planes = bool((~in_fused).any())
+        in_fused = fused[plan.rans_chunk].astype(bool)
         descs[d] = (frame_at[d], out_at[i], planes_at, external_at.get(i, 0), rows_at,
                     plan.row_length, plan.symbols, k, chunks, codes[i], sources_at,
                     plan.precision, plan.subblock_log2, 0 if elements else 1, 0)  # fmt: skip
         recs = plan.rans.copy()
         recs["desc"] = d
-        for r, where in enumerate(plan.rans_where):
-            rans.append((recs[r], bool(in_fused[r])))
-            rans_where.append((i, *where))
-        merge.extend((d, c) for c in range(chunks) if not fused[c])
+        records.append((recs, in_fused, i, plan))
+        tasks = np.zeros(chunks - int(fused.sum()), MERGE_TASK)
+        tasks["desc"], tasks["chunk"] = d, np.flatnonzero(~fused.astype(bool))
+        merge.append(tasks)
         if plan.checksum is not None:
-            crc.extend((d, j, c, int(j == k - 1 and fused[c])) for j in range(k)
-                       for c in range(chunks))  # fmt: skip
+            t = np.zeros(k * chunks, CRC_TASK)
+            t["desc"], t["plane"], t["chunk"] = d, np.repeat(np.arange(k), chunks), np.tile(
+                np.arange(chunks), k)  # fmt: skip
+            t["from_elements"][(k - 1) * chunks :] = fused
+            crc.append(t)
         sources.append(plan.sources)
         rows.append(plan.row_offsets)
-        planes_at += k * plan.symbols if needs_planes else 0
+        planes_at += k * plan.symbols if (~in_fused).any() else 0
         rows_at += plan.row_offsets.size
         sources_at += plan.sources.size
     dev_descs = backend.to_device(descs.view(np.uint8))
@@ -356,33 +362,42 @@ def decode_frames(
         backend.empty(1))  # fmt: skip
 
     for fused_kind, kernel in ((False, "rans_decode_chunks"), (True, "rans_decode_merge")):
-        picked = [r for r, (_, f) in enumerate(rans) if f == fused_kind]
-        if not picked:
+        picked = [(recs[f == fused_kind], i, plan, np.flatnonzero(f == fused_kind))
+                  for recs, f, i, plan in records]  # fmt: skip
+        table = np.concatenate([p[0] for p in picked])
+        if not table.size:
             continue
-        records = np.array([rans[r][0] for r in picked], RANS_CHUNK)
-        status = backend.zeros_int32(len(picked))
-        args = (dev_descs, backend.to_device(records.view(np.uint8)), dev_frames, dev_rows, status)
+        status = backend.zeros_int32(table.size)
+        args = (dev_descs, backend.to_device(table.view(np.uint8)), dev_frames, dev_rows, status)
         args += (dev_planes,) if not fused_kind else (dev_external, dev_sources, out)
-        backend.launch(kernel, len(picked), RANS_BLOCK, args)
+        backend.launch(kernel, table.size, RANS_BLOCK, args)
         codes_ = backend.to_host(status)
         bad = np.flatnonzero(codes_)
         if bad.size:
-            i, plane, index = rans_where[picked[bad[0]]]
+            at = int(bad[0])
+            for _, frame_index, plan, where in picked:  # the frame and chunk of record `at`
+                if at < where.size:
+                    i = frame_index
+                    plane, index = int(plan.rans_plane[where[at]]), int(plan.rans_chunk[where[at]])
+                    break
+                at -= where.size
             code = int(codes_[bad[0]])
             why = STATUS_MESSAGES.get(code, f"status {code}")
             raise CorruptDataError(f"{name(i)}plane {plane} chunk {index}: {why}")
-    if merge:
+    merge_table = np.concatenate(merge)
+    if merge_table.size:
         backend.launch(
-            "merge_chunks", len(merge), MERGE_BLOCK,
-            (dev_descs, backend.to_device(np.array(merge, MERGE_TASK).view(np.uint8)),
-             dev_frames, dev_planes, dev_external, dev_sources, dev_rows, out),
+            "merge_chunks", merge_table.size, MERGE_BLOCK,
+            (dev_descs, backend.to_device(merge_table.view(np.uint8)), dev_frames, dev_planes,
+             dev_external, dev_sources, dev_rows, out),
         )  # fmt: skip
     if crc:
-        crcs = backend.empty(4 * len(crc))
+        crc_table = np.concatenate(crc)
+        crcs = backend.empty(4 * crc_table.size)
         backend.launch(
-            "crc_chunks", len(crc), getattr(backend, "crc_block", CRC_BLOCK),
-            (dev_descs, backend.to_device(np.array(crc, CRC_TASK).view(np.uint8)), dev_frames,
-             dev_planes, dev_external, dev_sources, dev_rows, out, crcs),
+            "crc_chunks", crc_table.size, getattr(backend, "crc_block", CRC_BLOCK),
+            (dev_descs, backend.to_device(crc_table.view(np.uint8)), dev_frames, dev_planes,
+             dev_external, dev_sources, dev_rows, out, crcs),
         )  # fmt: skip
         values = backend.to_host(crcs).view("<u4")
         at = 0
@@ -390,9 +405,8 @@ def decode_frames(
             plan = plans[i]
             if plan.checksum is None:
                 continue
-            parts = values[at : at + len(plan.lengths)]
-            at += len(plan.lengths)
-            got = join_crcs(parts, plan.lengths)
+            got = join_crcs(values[at : at + plan.lengths.size], plan.lengths)
+            at += plan.lengths.size
             if got != plan.checksum:
                 raise CorruptDataError(
                     f"{name(i)}CRC32C mismatch: frame says {plan.checksum:08x}, decoded data "
@@ -401,10 +415,7 @@ def decode_frames(
     return outputs
 
 
-def join_crcs(crcs: np.ndarray, lengths: list[int]) -> int:
+def join_crcs(crcs: np.ndarray, lengths: Any) -> int:
     """The CRC32C of a frame's planes from the CRC of every (plane, chunk),
     joined in index order as the CPU does."""
-    crc = 0
-    for part, length in zip(crcs.tolist(), lengths, strict=True):
-        crc = _core.crc32c_combine(crc, part, length)
-    return crc
+    return _core.crc32c_join(np.asarray(crcs, np.uint32), np.asarray(lengths, np.uint64))

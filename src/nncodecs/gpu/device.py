@@ -74,8 +74,8 @@ def backend_for(obj: Any) -> Any | None:
 
 
 def backend_for_device(device: str) -> Any:
-    """The backend of a device name: ``"cuda"`` or ``"cuda:N"`` (CuPy's current
-    device; pick another with ``cupy.cuda.Device(N)``), or a registered name."""
+    """The backend of a device name: ``"cuda"`` (CuPy's current device) or
+    ``"cuda:N"`` (see the backend's ``device_context``), or a registered name."""
     for backend in reversed(_registered):
         if getattr(backend, "name", None) == device:
             return backend
