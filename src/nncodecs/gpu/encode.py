@@ -185,49 +185,45 @@ def encode_on(
         permille,
     )  # fmt: skip
 
-    modes = bytearray(count)
-    sizes = [0] * count
-    host_parts: dict[int, bytes] = {}
-    on_device = [i for i in range(count) if kinds[i] == CODE_RANS_ONLY]
-    for i in range(count):
-        kind = kinds[i]
-        if kind < 16:  # final: raw, constant or zstd
-            modes[i] = kind
-            sizes[i] = lengths[i] if kind == RAW else 0
-            if kind == ZSTD:
-                host_parts[i] = zstd[i]
-                sizes[i] = len(zstd[i])
-        elif kind != CODE_RANS_ONLY:  # Huffman to try: the CPU's choice on the chunk's bytes
-            piece = backend.to_host(planes_dev[at(i) : at(i) + lengths[i]])
-            one = _core.frame_encode(
-                piece, planes=1, coder=coder, precision=precision, subblock_log2=subblock_log2,
-                checksum=False, zstd=[zstd[i]], min_gain_permille=permille, threads=threads,
-            )  # fmt: skip
-            _, _, mode, offset, length, _ = _core.frame_info(one, lengths[i])["chunks"][0]
-            modes[i] = MODES[mode]
-            sizes[i] = length
-            if mode != "raw":
-                host_parts[i] = one[offset : offset + length]
-    rans = _encode_rans(backend, planes_dev, counts_h, on_device, at, lengths, precision,
-                        subblock_log2)  # fmt: skip
-    if on_device:
-        settled = _core.settle_rans(
-            [lengths[i] for i in on_device], rans["sizes"], [zstd_lens[i] for i in on_device],
-            coder, permille,
+    kind = np.frombuffer(kinds, np.uint8)
+    lens = np.asarray(lengths, np.int64)
+    zlens = np.asarray(zstd_lens, np.int64)
+    modes = np.where(kind < 16, kind, RAW).astype(np.uint8)  # final below 16
+    sizes = np.where(modes == RAW, lens, np.where(modes == ZSTD, zlens, 0))
+    host_parts: dict[int, bytes] = {int(i): zstd[i] for i in np.flatnonzero(modes == ZSTD)}
+    for i in np.flatnonzero((kind >= 16) & (kind != CODE_RANS_ONLY)).tolist():
+        # Huffman to try: the CPU's choice on the chunk's bytes.
+        piece = backend.to_host(planes_dev[at(i) : at(i) + lengths[i]])
+        one = _core.frame_encode(
+            piece, planes=1, coder=coder, precision=precision, subblock_log2=subblock_log2,
+            checksum=False, zstd=[zstd[i]], min_gain_permille=permille, threads=threads,
         )  # fmt: skip
-        for r, i in enumerate(on_device):
-            modes[i] = settled[r]
-            sizes[i] = {RANS: rans["sizes"][r], RAW: lengths[i]}.get(settled[r], zstd_lens[i])
-            if settled[r] == ZSTD:
-                host_parts[i] = zstd[i]
+        _, _, mode, offset, length, _ = _core.frame_info(one, lengths[i])["chunks"][0]
+        modes[i], sizes[i] = MODES[mode], length
+        if mode != "raw":
+            host_parts[i] = one[offset : offset + length]
+    on_device = np.flatnonzero(kind == CODE_RANS_ONLY)
+    rans = _encode_rans(backend, planes_dev, counts_h, on_device, at, lens, precision,
+                        subblock_log2)  # fmt: skip
+    if on_device.size:
+        settled = np.frombuffer(
+            _core.settle_rans(lens[on_device].tolist(), rans["sizes"].tolist(),
+                              zlens[on_device].tolist(), coder, permille),
+            np.uint8,
+        )  # fmt: skip
+        modes[on_device] = settled
+        kept = [rans["sizes"], lens[on_device]]
+        sizes[on_device] = np.select([settled == RANS, settled == RAW], kept, zlens[on_device])
+        for i in on_device[settled == ZSTD].tolist():
+            host_parts[i] = zstd[i]
 
     crc = _crc(backend, data, n, k, chunks, code, elements, lengths) if checksum else 0
     head = _core.frame_head(
         nbytes, k, coder, precision, subblock_log2, checksum, crc, rows_len, offsets,
-        bytes(modes), bytes(values), sizes,
+        modes.tobytes(), bytes(values), sizes.tolist(),
     )  # fmt: skip
-    return _assemble(backend, head, modes, sizes, at, host_parts, on_device, rans, planes_dev,
-                     subblock_log2)  # fmt: skip
+    return _assemble(backend, head, modes, sizes, n, chunks, host_parts, on_device, rans,
+                     planes_dev, subblock_log2)  # fmt: skip
 
 
 def _row_plan(
@@ -257,39 +253,39 @@ def _encode_rans(
     backend: Backend,
     planes_dev: Any,
     counts: np.ndarray,
-    chosen: list[int],
+    chosen: np.ndarray,
     at: Any,
-    lengths: list[int],
+    lengths: np.ndarray,
     precision: int,
     subblock_log2: int,
 ) -> dict[str, Any]:
     """rANS-code the chosen chunks on the device: their tables (on the host,
     from the counts), the kernel's states and words, and each payload's size."""
-    if not chosen:
-        return {"sizes": []}
-    freqs, tables, table_at = _core.rans_tables(counts[chosen], len(chosen), precision)
+    if not chosen.size:
+        return {"sizes": np.zeros(0, np.int64)}
+    freqs, tables, table_at = _core.rans_tables(counts[chosen], chosen.size, precision)
+    table_at = np.asarray(table_at, np.int64)
     block = 1 << subblock_log2
-    subs = [-(-lengths[i] // block) for i in chosen]
+    m = lengths[chosen]
+    subs = -(-m // block)
     first_sub = np.concatenate([[0], np.cumsum(subs)]).astype(np.int64)
     region = 2 * block  # the words of a sub-block: at most one per symbol
-    records = np.zeros(len(chosen), ENCODE_CHUNK)
-    for r, i in enumerate(chosen):
-        records[r] = (at(i), int(first_sub[r]) * region, lengths[i], int(first_sub[r]), r, 0)
+    records = np.zeros(chosen.size, ENCODE_CHUNK)
+    records["input"] = [at(i) for i in chosen.tolist()]
+    records["words"] = first_sub[:-1] * region
+    records["symbols"], records["first_sub"] = m, first_sub[:-1]
+    records["freqs"] = np.arange(chosen.size)
     total_subs = int(first_sub[-1])
     words = backend.empty(total_subs * region)
     states = backend.empty(total_subs * 128)
     nwords = backend.empty(total_subs * 4)
     backend.launch(
-        "rans_encode_chunks", len(chosen), RANS_BLOCK,
+        "rans_encode_chunks", chosen.size, RANS_BLOCK,
         (planes_dev, backend.to_device(records.view(np.uint8)), backend.to_device(freqs),
          np.uint32(precision), np.uint32(subblock_log2), words, states, nwords),
     )  # fmt: skip
-    counted = _u32(backend, nwords).astype(np.int64)
-    sizes = []
-    for r in range(len(chosen)):
-        sub = counted[first_sub[r] : first_sub[r + 1]]
-        table_len = table_at[r + 1] - table_at[r]
-        sizes.append(int(table_len + 4 * subs[r] + 128 * subs[r] + 2 * sub.sum()))
+    per_chunk = np.add.reduceat(_u32(backend, nwords).astype(np.int64), first_sub[:-1])
+    sizes = np.diff(table_at) + (4 + 128) * subs + 2 * per_chunk
     return {
         "sizes": sizes,
         "tables": backend.to_device(np.frombuffer(tables, np.uint8)),
@@ -332,42 +328,46 @@ def _crc(
 def _assemble(
     backend: Backend,
     head: bytes,
-    modes: bytearray,
-    sizes: list[int],
-    at: Any,
+    modes: np.ndarray,
+    sizes: np.ndarray,
+    n: int,
+    chunks: int,
     host_parts: dict[int, bytes],
-    on_device: list[int],
+    on_device: np.ndarray,
     rans: dict[str, Any],
     planes_dev: Any,
     subblock_log2: int,
 ) -> Any:
     """The frame on the device: the host's header, then every payload."""
-    row_of = {i: r for r, i in enumerate(on_device)}
-    pieces = []
+    stored = np.flatnonzero(modes != CONSTANT)
+    dst = len(head) + np.concatenate([[0], np.cumsum(sizes[stored])]).astype(np.int64)
+    pieces = np.zeros(stored.size, FRAME_PIECE)
+    pieces["dst"], pieces["length"] = dst[:-1], sizes[stored]
+    index = stored.astype(np.int64)
+    pieces["src"] = (index // chunks) * n + ((index % chunks) << CHUNK_LOG2)  # raw: the planes
+    pieces["kind"] = PIECE_FROM_PLANES
     host = bytearray()
-    dst = len(head)
-    for i, mode in enumerate(modes):
-        if mode == CONSTANT:
-            continue
-        if mode == RAW:
-            pieces.append((dst, at(i), 0, sizes[i], PIECE_FROM_PLANES, 0, 0))
-        elif i in host_parts:
-            pieces.append((dst, len(host), 0, sizes[i], PIECE_FROM_HOST, 0, 0))
-            host += host_parts[i]
-        else:  # rANS coded on the device
-            r = row_of[i]
-            table_len = rans["table_at"][r + 1] - rans["table_at"][r]
-            first = int(rans["first_sub"][r])
-            pieces.append((dst, rans["table_at"][r], first * rans["region"], table_len,
-                           PIECE_RANS, first, rans["subs"][r]))  # fmt: skip
-        dst += sizes[i]
-    frame = backend.empty(dst)
+    where = {int(i): p for p, i in enumerate(stored.tolist())}
+    for i, part in sorted(host_parts.items()):
+        pieces["kind"][where[i]], pieces["src"][where[i]] = PIECE_FROM_HOST, len(host)
+        host += part
+    coded = np.isin(on_device, stored) & (modes[on_device] == RANS)
+    if coded.any():
+        r = np.flatnonzero(coded)
+        rows = np.searchsorted(stored, on_device[r])
+        pieces["kind"][rows] = PIECE_RANS
+        pieces["src"][rows] = rans["table_at"][r]
+        pieces["length"][rows] = np.diff(rans["table_at"])[r]
+        pieces["words"][rows] = rans["first_sub"][r] * rans["region"]
+        pieces["first_sub"][rows] = rans["first_sub"][r]
+        pieces["subblocks"][rows] = rans["subs"][r]
+    frame = backend.empty(int(dst[-1]))
     frame[: len(head)] = backend.to_device(np.frombuffer(head, np.uint8))
-    if pieces:
+    if pieces.size:
         dummy = backend.empty(1)
         backend.launch(
-            "assemble_frame", len(pieces), STATS_BLOCK,
-            (backend.to_device(np.array(pieces, FRAME_PIECE).view(np.uint8)), planes_dev,
+            "assemble_frame", pieces.size, STATS_BLOCK,
+            (backend.to_device(pieces.view(np.uint8)), planes_dev,
              backend.to_device(np.frombuffer(bytes(host) or b"\0", np.uint8)),
              rans.get("tables", dummy), rans.get("words", dummy), rans.get("states", dummy),
              rans.get("nwords", dummy), np.uint32(subblock_log2), frame),
