@@ -74,7 +74,6 @@ def measure(cp, backend, mib: int) -> dict:
     src = cp.empty(nbytes, cp.uint8)
     dst = cp.empty_like(src)
     copy_ms = best_ms(cp, lambda: cp.copyto(dst, src))
-    del src, dst
 
     from nncodecs.gpu.encode import encode_on
 

@@ -5,9 +5,10 @@
 # puts the missing wheels (zarr, numcodecs, zstandard, ...) in .whl/. Then,
 # with the device tool: run(command="bash scripts/gpu_check.sh",
 # carry=[".whl"]). It installs the wheels, builds the extension, runs the
-# GPU tests (the decode kernels on the device, the compile checks),
-# compute-sanitizer's memcheck on a small case and the
-# throughput table, and writes everything to $OUT/gpu_check.txt (and
+# GPU tests (decode and encode kernels on the device, parity with the CPU
+# both ways, corrupt input, the codecs, Zarr, torch and the Reader on device
+# arrays, the compile checks), compute-sanitizer's memcheck on a small case
+# and the throughput table, and writes everything to $OUT/gpu_check.txt (and
 # gpu_throughput.json). Exit status 0 only when every step passed.
 set -uo pipefail
 OUT=${OUT:-gpu-check-out}
@@ -34,7 +35,8 @@ export PYTHONPATH=/tmp/nnc-pkg:$PYTHONPATH
 # The CuPy variants of the GPU tests and the compile checks (the emulator
 # variants run in the normal suite; they need g++ 11 for <barrier>).
 step tests timeout 150 python3 -m pytest -q -p no:cacheprovider -rs -k "not emulator" \
-  tests/test_gpu_decode.py tests/test_cuda_compile.py
+  tests/test_gpu_decode.py tests/test_gpu_encode.py tests/test_gpu_codecs.py \
+  tests/test_cuda_compile.py
 if command -v compute-sanitizer >/dev/null; then
   step memcheck timeout 90 compute-sanitizer --tool memcheck --error-exitcode 1 \
     python3 scripts/gpu_small_case.py

@@ -1,5 +1,7 @@
-"""A small GPU decode for compute-sanitizer (scripts/gpu_check.sh): CPU frames
-of every chunk kind decoded on the device, a corrupt one reported, exits 0."""
+"""A small GPU case for compute-sanitizer (scripts/gpu_check.sh): CPU frames of
+every chunk kind decoded on the device, alone and in one batch; the same
+tensors encoded on the device (bytes equal to the CPU's, with and without the
+row shift); a corrupt frame reported. Exits 0."""
 
 from __future__ import annotations
 
@@ -8,7 +10,8 @@ import numpy as np
 
 from nncodecs import CorruptDataError, NumcodecsWeights
 from nncodecs.gpu.cupy_backend import CupyBackend
-from nncodecs.gpu.decode import decode_on
+from nncodecs.gpu.decode import decode_frames, decode_on
+from nncodecs.gpu.encode import encode_on
 
 
 def main() -> None:
@@ -24,6 +27,20 @@ def main() -> None:
         frame = np.frombuffer(NumcodecsWeights(coder=coder, dtype="bfloat16").encode(arr), np.uint8)
         out = decode_on(backend, frame, max_decoded=arr.nbytes, layout="bfloat16", elements=True)
         assert backend.to_host(out).tobytes() == arr.tobytes(), coder
+    frames = [np.frombuffer(NumcodecsWeights(coder=c, dtype="bfloat16").encode(arr), np.uint8)
+              for c in ("rans", "auto", "huffman")]  # fmt: skip
+    outs = decode_frames(backend, frames, max_decoded=[arr.nbytes] * 3, layouts=["bfloat16"] * 3,
+                         elements=True, planes=[2] * 3)  # fmt: skip
+    assert all(backend.to_host(o).tobytes() == arr.tobytes() for o in outs), "batch"
+    dev = backend.cp.asarray(arr.view(np.uint8).reshape(-1))
+    for coder in ("rans", "auto"):
+        for rows in (0, arr.shape[1]):
+            cpu = NumcodecsWeights(coder=coder, dtype="bfloat16").encode(
+                arr if rows else arr.reshape(-1)
+            )
+            gpu = encode_on(backend, dev, planes=2, coder=coder, elements=True, layout="bfloat16",
+                            row_length=rows, host_below=0)  # fmt: skip
+            assert backend.to_host(gpu).tobytes() == cpu, (coder, rows)
     bad = frame.copy()
     bad[len(bad) // 2] ^= 0xFF
     try:
