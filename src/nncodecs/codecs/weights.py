@@ -29,6 +29,7 @@ Examples
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import math
 from dataclasses import dataclass
@@ -320,6 +321,31 @@ class Weights(ZarrShell, DtypeFromArray, ArrayBytesCodec):  # type: ignore[misc]
         count = math.prod(chunk_spec.shape)
         arr = decode_weights(chunk_bytes.as_numpy_array(), native, count)
         return chunk_spec.prototype.nd_buffer.from_ndarray_like(arr.reshape(chunk_spec.shape))
+
+    async def decode(self, chunks_and_specs: Any) -> Any:
+        """Zarr's batch of chunks: on the device (GPU buffers) in one batch of
+        kernel launches; on the host chunk by chunk, as every codec."""
+        items = list(chunks_and_specs)
+        raws = [None if c is None else c.as_array_like() for c, _ in items]
+        present = [r for r in raws if r is not None]
+        backends = {id(b): b for b in map(backend_for, present)}
+        backend = next(iter(backends.values())) if len(backends) == 1 else None
+        if backend is None or len(present) < 2:
+            return await super().decode(items)
+        return await asyncio.to_thread(self._decode_batch, backend, items, raws)
+
+    def _decode_batch(self, backend: Any, items: list[Any], raws: list[Any]) -> list[Any]:
+        at = [i for i, r in enumerate(raws) if r is not None]
+        spec = items[at[0]][1]
+        native = spec.dtype.to_native_dtype()
+        arrays = decode_weights_on_device(
+            backend, [raws[i] for i in at], native,
+            [tuple(items[i][1].shape) for i in at], like=raws[at[0]],
+        )  # fmt: skip
+        out: list[Any] = [None] * len(items)
+        for i, arr in zip(at, arrays, strict=True):
+            out[i] = items[i][1].prototype.nd_buffer.from_ndarray_like(arr)
+        return out
 
     def compute_encoded_size(self, input_byte_length: int, _chunk_spec: ArraySpec) -> int:
         raise NotImplementedError  # variable size
