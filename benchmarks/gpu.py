@@ -10,9 +10,9 @@ header and index, the launches and the status check), next to
 the GPU encodes the tensor from device memory (best of 3, the whole call:
 its kernels, the host's decisions and the copies of statistics between),
 and its frame is compared with the CPU's byte for byte. GB/s are of
-bfloat16 (uncompressed) bytes. A last line decodes 256 tensors of
-384 x 384 in one batch (decode_frames) and one by one: what a launch per
-tensor costs.
+bfloat16 (uncompressed) bytes. A last line decodes and encodes 256
+tensors of 384 x 384 in one batch (decode_frames, encode_frames) and one by
+one: what launches per tensor cost.
 """
 
 from __future__ import annotations
@@ -120,9 +120,27 @@ def batch(cp, backend, count: int = 256) -> dict:
 
     outs = one_batch()
     exact = all(cp.asnumpy(o).tobytes() == t.tobytes() for o, t in zip(outs, tensors, strict=True))
-    return {"tensors": count, "exact": exact,
+
+    from nncodecs.gpu.encode import encode_frames, encode_on
+
+    devs_in = [cp.asarray(t.reshape(-1).view(np.uint8)) for t in tensors]
+    settings = {"coder": "rans", "elements": True}
+
+    def encode_batch():
+        return encode_frames(backend, devs_in, planes=[2] * count, layouts=["bfloat16"] * count,
+                             row_lengths=[384] * count, **settings)  # fmt: skip
+
+    def encode_each():
+        return [encode_on(backend, d, planes=2, layout="bfloat16", row_length=384, **settings)
+                for d in devs_in]  # fmt: skip
+
+    same = all(cp.asnumpy(g).tobytes() == f.tobytes()
+               for g, f in zip(encode_batch(), frames, strict=True))  # fmt: skip
+    return {"tensors": count, "exact": exact and same,
             "batch_GBps": nbytes / best_ms(cp, one_batch, 3) / 1e6,
-            "each_GBps": nbytes / best_ms(cp, each, 3) / 1e6}  # fmt: skip
+            "each_GBps": nbytes / best_ms(cp, each, 3) / 1e6,
+            "encode_batch_GBps": nbytes / best_ms(cp, encode_batch, 3) / 1e6,
+            "encode_each_GBps": nbytes / best_ms(cp, encode_each, 3) / 1e6}  # fmt: skip
 
 
 def main() -> None:
@@ -153,8 +171,10 @@ def main() -> None:
         )
         cp.get_default_memory_pool().free_all_blocks()
     many = batch(cp, backend)
-    print(f"{many['tensors']} tensors of 384 x 384 bfloat16: one batch {many['batch_GBps']:.1f} "
-          f"GB/s, a call each {many['each_GBps']:.1f} GB/s, exact {many['exact']}")  # fmt: skip
+    print(f"{many['tensors']} tensors of 384 x 384 bfloat16: decode in one batch "
+          f"{many['batch_GBps']:.1f} GB/s, a call each {many['each_GBps']:.1f} GB/s; encode in "
+          f"one batch {many['encode_batch_GBps']:.1f} GB/s, a call each "
+          f"{many['encode_each_GBps']:.1f} GB/s; exact and same bytes {many['exact']}")  # fmt: skip
     rows.append(many)
     print(
         "copy GB/s counts the bytes copied once (a copy reads and writes them: twice that moves)."

@@ -11,7 +11,7 @@ import numpy as np
 from nncodecs import CorruptDataError, NumcodecsWeights
 from nncodecs.gpu.cupy_backend import CupyBackend
 from nncodecs.gpu.decode import decode_frames, decode_on
-from nncodecs.gpu.encode import encode_on
+from nncodecs.gpu.encode import encode_frames, encode_on
 
 
 def main() -> None:
@@ -41,6 +41,16 @@ def main() -> None:
             gpu = encode_on(backend, dev, planes=2, coder=coder, elements=True, layout="bfloat16",
                             row_length=rows, host_below=0)  # fmt: skip
             assert backend.to_host(gpu).tobytes() == cpu, (coder, rows)
+    batch = encode_frames(backend, [dev, dev[: 2 * 70_001]], planes=[2, 2], coder="rans",
+                          layouts=["bfloat16"] * 2, row_lengths=[arr.shape[1], 0], elements=True,
+                          host_below=0)  # fmt: skip
+    flat = arr.reshape(-1)[:70_001]
+    assert backend.to_host(batch[0]).tobytes() == NumcodecsWeights(
+        coder="rans", dtype="bfloat16"
+    ).encode(arr)
+    assert backend.to_host(batch[1]).tobytes() == NumcodecsWeights(
+        coder="rans", dtype="bfloat16"
+    ).encode(flat)
     bad = frame.copy()
     bad[len(bad) // 2] ^= 0xFF
     try:

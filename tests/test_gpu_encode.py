@@ -20,7 +20,7 @@ from nncodecs import _core
 from nncodecs.codecs._frame import decode_frame, encode_frame
 from nncodecs.dtypes import float_layout
 from nncodecs.gpu.decode import decode_on
-from nncodecs.gpu.encode import encode_on
+from nncodecs.gpu.encode import encode_frames, encode_on
 
 
 def _both(backend: Any, data: np.ndarray, **settings: Any) -> tuple[bytes, bytes]:
@@ -210,3 +210,39 @@ def test_plan_chunks_of_one_chunk_leaves_shared_bytes_alone() -> None:
     assert (kinds, values) == (b"\x01", b"\x05")
     assert np.zeros(1, np.uint8).tobytes() == b"\x00"
     assert np.full(1, 5, np.uint8).tobytes() == b"\x05"
+
+
+def test_many_tensors_in_one_launch_each(backend: Any) -> None:
+    # Tensors of every kind in one batch: row-shifted ones (kept and not),
+    # float32 and float8, a flat one, small ones (encoded on the host), an
+    # empty one. Each equals its CPU frame; each kernel runs once.
+    tensors = [
+        row_scaled("bfloat16", 300, 512, seed=4),
+        weights_like("float32", 70_001, seed=5),
+        row_scaled("float8_e4m3fn", 160, 1024, seed=7, spread=3.0),
+        weights_like("bfloat16", 300 * 512, seed=4).reshape(300, 512),  # no shift pays
+        weights_like("float16", 1000, seed=6),  # small: the host
+        weights_like("float64", 0),
+        row_scaled("float32", 160, 1024, seed=8, spread=3.0),
+    ]
+    rows = [t.shape[1] if t.ndim == 2 else 0 for t in tensors]
+    for coder in ("rans", "auto"):
+        cpu = [
+            encode_frame(t.reshape(-1).view(np.uint8), planes=t.itemsize, coder=coder,
+                         elements=True, layout=float_layout(t.dtype), row_length=r)
+            for t, r in zip(tensors, rows, strict=True)
+        ]  # fmt: skip
+        assert [c[4] for c in cpu if c[:4] == b"NNCF"].count(2) >= 2  # some version 2 frames
+        if hasattr(backend, "launches"):
+            backend.launches.clear()
+        gpu = encode_frames(
+            backend, [backend.to_device(t.reshape(-1).view(np.uint8)) for t in tensors],
+            planes=[t.itemsize for t in tensors], coder=coder, elements=True,
+            layouts=[float_layout(t.dtype) for t in tensors], row_lengths=rows,
+        )  # fmt: skip
+        for i, (c, g) in enumerate(zip(cpu, gpu, strict=True)):
+            assert backend.to_host(g).tobytes() == c, (coder, i)
+        if hasattr(backend, "launches"):
+            names = _launched(backend)
+            assert len(names) == len(set(names)), names
+            assert {"row_stats", "split_planes", "chunk_stats", "crc_chunks"} <= set(names)

@@ -39,25 +39,24 @@ extern "C" void emu_crc_chunks(unsigned grid, unsigned block, const FrameDesc* d
   });
 }
 
-extern "C" void emu_row_stats(unsigned grid, unsigned block, const nnc_u8* in, nnc_u64 n,
-                              nnc_u32 k, nnc_u64 len, nnc_u64 group, nnc_u32 shift, nnc_u32 bits,
-                              nnc_u8* offsets, nnc_u32* plain, nnc_u32* shifted) {
-  simt::launch(grid, block,
-               [&] { row_stats(in, n, k, len, group, shift, bits, offsets, plain, shifted); });
+extern "C" void emu_row_stats(unsigned grid, unsigned block, const EncodeDesc* descs,
+                              const EncodeTask* tasks, const nnc_u8* input, nnc_u8* offsets,
+                              nnc_u32* plain, nnc_u32* shifted) {
+  simt::launch(grid, block, [&] { row_stats(descs, tasks, input, offsets, plain, shifted); });
 }
 
-extern "C" void emu_split_planes(unsigned grid, unsigned block, const nnc_u8* in, nnc_u64 n,
-                                 nnc_u32 k, nnc_u32 layout, const nnc_u8* row_offsets,
-                                 nnc_u64 row_length, nnc_u8* planes) {
-  simt::launch(grid, block,
-               [&] { split_planes(in, n, k, layout, row_offsets, row_length, planes); });
+extern "C" void emu_split_planes(unsigned grid, unsigned block, const EncodeDesc* descs,
+                                 const EncodeTask* tasks, const nnc_u8* input,
+                                 const nnc_u8* rows, nnc_u8* planes) {
+  simt::launch(grid, block, [&] { split_planes(descs, tasks, input, rows, planes); });
 }
 
-extern "C" void emu_chunk_stats(unsigned grid, unsigned block, const nnc_u8* planes, nnc_u64 n,
-                                nnc_u32 chunks, nnc_u32 probe, nnc_u32* counts, nnc_u32* samples,
-                                nnc_u32* wants_zstd) {
-  simt::launch(grid, block,
-               [&] { chunk_stats(planes, n, chunks, probe, counts, samples, wants_zstd); });
+extern "C" void emu_chunk_stats(unsigned grid, unsigned block, const EncodeDesc* descs,
+                                const EncodeTask* tasks, const nnc_u8* planes, nnc_u32 probe,
+                                nnc_u32* counts, nnc_u32* samples, nnc_u32* wants_zstd) {
+  simt::launch(grid, block, [&] {
+    chunk_stats(descs, tasks, planes, probe, counts, samples, wants_zstd);
+  });
 }
 
 extern "C" void emu_rans_encode_chunks(unsigned grid, unsigned block, const nnc_u8* planes,

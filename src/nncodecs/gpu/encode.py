@@ -40,14 +40,13 @@ from nncodecs.gpu.decode import (
     CRC_TASK,
     FRAME_DESC,
     FROM_PLANES,
-    MERGE_BLOCK,
     PLANE_SOURCE,
     RANS_BLOCK,
     Backend,
     join_crcs,
 )
 
-__all__ = ["encode_on"]
+__all__ = ["encode_frames", "encode_on"]
 
 #: nnc::gpu::EncodeChunk and FramePiece, byte for byte.
 ENCODE_CHUNK = np.dtype(
@@ -77,176 +76,300 @@ MODES = {"raw": RAW, "constant": CONSTANT, "rans": RANS, "huffman": HUFFMAN, "zs
 #: plan_chunks' kinds: final below 16; 16 + 1 (try rANS) + 2 (try Huffman).
 CODE_RANS_ONLY = 17
 STATS_BLOCK = 256
-#: The split strides over what this many blocks do not cover.
-GRID_MAX = 65535
 ROWS_BLOCK = 256
+#: nnc::gpu::EncodeDesc and EncodeTask, byte for byte.
+ENCODE_DESC = np.dtype(
+    [
+        ("input", "<u8"),
+        ("planes", "<u8"),
+        ("rows", "<u8"),
+        ("row_length", "<u8"),
+        ("n", "<u8"),
+        ("k", "<u4"),
+        ("layout", "<u4"),
+        ("elements", "<u4"),
+        ("shift", "<u4"),
+        ("bits", "<u4"),
+        ("pad", "<u4"),
+    ]
+)
+ENCODE_TASK = np.dtype([("desc", "<u4"), ("plane", "<u4"), ("index", "<u4"), ("pad", "<u4")])
 MIN_ROW_LENGTH, ROW_SHIFT_FROM = 128, 1 << 16
-
-
-def _grid(backend: Backend, n: int) -> int:
-    return max(1, min(getattr(backend, "max_grid", GRID_MAX), -(-n // MERGE_BLOCK)))
 
 
 def _u32(backend: Backend, arr: Any) -> np.ndarray:
     return backend.to_host(arr).view("<u4")
 
 
-def encode_on(
+def _tasks(rows: list[tuple[int, int, int]]) -> np.ndarray:
+    out = np.zeros(len(rows), ENCODE_TASK)
+    if rows:
+        out["desc"], out["plane"], out["index"] = np.array(rows, np.int64).T
+    return out
+
+
+def encode_on(backend: Backend, data: Any, *, planes: int, coder: str, **settings: Any) -> Any:
+    """Encode a flat uint8 device array into a frame on the device (a uint8
+    device array), byte for byte what :func:`nncodecs.codecs._frame.encode_frame`
+    writes for the same bytes and settings. See :func:`encode_frames`."""
+    layout = settings.pop("layout", "none")
+    row_length = settings.pop("row_length", 0)
+    return encode_frames(
+        backend, [data], planes=[planes], layouts=[layout], row_lengths=[row_length],
+        coder=coder, **settings,
+    )[0]  # fmt: skip
+
+
+def encode_frames(
     backend: Backend,
-    data: Any,
+    datas: list[Any],
     *,
-    planes: int,
+    planes: list[int],
     coder: str,
+    layouts: list[str] | None = None,
+    row_lengths: list[int] | None = None,
     precision: int = 11,
     subblock_log2: int = 16,
     checksum: bool = True,
     zstd_level: int = 3,
     min_gain: float = DEFAULT_MIN_GAIN,
     elements: bool = False,
-    layout: str = "none",
-    row_length: int = 0,
     threads: int | None = None,
     host_below: int = WHOLE_ZSTD_LIMIT,
-) -> Any:
-    """Encode a flat uint8 device array into a frame on the device (a uint8
-    device array), byte for byte what :func:`nncodecs.codecs._frame.encode_frame`
-    writes for the same bytes and settings."""
+) -> list[Any]:
+    """Encode flat uint8 device arrays (tensors) into frames on the device,
+    many through one launch of each kernel: a frame each, byte for byte what
+    :func:`nncodecs.codecs._frame.encode_frame` writes for the same bytes and
+    settings. ``planes``, ``layouts`` and ``row_lengths`` are per tensor. The
+    tensors are copied into one buffer first when there are several (small
+    ones: a copy costs less than launches); frames are slices of one buffer.
+    """
     if coder not in CODERS:
         raise ValueError(f"coder must be one of {', '.join(CODERS)}, got {coder!r}")
-    check_frame_params(planes, precision, subblock_log2, zstd_level)
+    count = len(datas)
+    layouts = layouts or ["none"] * count
+    row_lengths = row_lengths or [0] * count
+    if not (len(planes) == len(layouts) == len(row_lengths) == count):
+        raise ValueError("encode_frames: one planes, layout and row length a tensor")
+    check_frame_params(1, precision, subblock_log2, zstd_level)
     permille = round(check_min_gain(min_gain) * 1000)
-    k = int(planes)
-    nbytes = int(data.size)
-    if nbytes % k:
-        raise ValueError(f"{nbytes} bytes is not {k} equal planes")
-    settings = {
-        "planes": k,
-        "coder": coder,
-        "precision": precision,
-        "subblock_log2": subblock_log2,
-        "checksum": checksum,
-        "layout": layout,
-        "elements": elements,
-    }
-    # The CPU encoder checks the settings it shares (layout against planes).
-    _core.frame_encode(np.zeros(0, np.uint8), **settings)
     threads = threads or get_threads()
-    row_length = row_length if elements else 0
-    if nbytes <= max(host_below, WHOLE_ZSTD_LIMIT if coder == "auto" else 0):
-        frame = encode_frame(
-            backend.to_host(data), zstd_level=zstd_level, min_gain=min_gain, threads=threads,
-            row_length=row_length, **settings,
+    common = {"coder": coder, "precision": precision, "subblock_log2": subblock_log2,
+              "checksum": checksum, "elements": elements}  # fmt: skip
+    sizes = [int(d.size) for d in datas]
+    for i in range(count):
+        check_frame_params(planes[i], precision, subblock_log2, zstd_level)
+        if sizes[i] % planes[i]:
+            raise ValueError(f"{sizes[i]} bytes is not {planes[i]} equal planes")
+        # The CPU encoder checks the settings it shares (layout against planes).
+        _core.frame_encode(np.zeros(0, np.uint8), planes=planes[i], layout=layouts[i], **common)
+    limit = max(host_below, WHOLE_ZSTD_LIMIT if coder == "auto" else 0)
+    frames: list[Any] = [None] * count
+    for i in range(count):
+        if sizes[i] <= limit or sizes[i] == 0:
+            frame = encode_frame(
+                backend.to_host(datas[i]), planes=planes[i], layout=layouts[i],
+                zstd_level=zstd_level, min_gain=min_gain, threads=threads,
+                row_length=row_lengths[i] if elements else 0, **common,
+            )  # fmt: skip
+            frames[i] = backend.to_device(np.frombuffer(frame, np.uint8))
+    live = [i for i in range(count) if frames[i] is None]
+    if live:
+        batch = _Batch(backend, [datas[i] for i in live], [planes[i] for i in live],
+                       [layouts[i] for i in live],
+                       [row_lengths[i] if elements else 0 for i in live], elements)  # fmt: skip
+        made = batch.encode(coder, precision, subblock_log2, checksum, zstd_level, permille,
+                            threads)  # fmt: skip
+        for i, frame in zip(live, made, strict=True):
+            frames[i] = frame
+    return frames
+
+
+class _Batch:
+    """Tensors encoded together: their layout in the batch's buffers, and the
+    (tensor, plane, chunk) entries in one index space (tensor after tensor,
+    plane-major within each, as each frame's index)."""
+
+    def __init__(
+        self, backend: Backend, datas: list[Any], planes: list[int], layouts: list[str],
+        row_lengths: list[int], elements: bool,
+    ) -> None:  # fmt: skip
+        self.backend = backend
+        self.count = len(datas)
+        self.k = planes
+        self.layouts = layouts
+        self.row_lengths = row_lengths
+        self.elements = elements
+        self.n = [int(d.size) // k for d, k in zip(datas, planes, strict=True)]
+        self.chunks = [(n + (1 << CHUNK_LOG2) - 1) >> CHUNK_LOG2 for n in self.n]
+        self.input = datas[0] if len(datas) == 1 else backend.concat(datas)
+        self.at = np.concatenate([[0], np.cumsum([int(d.size) for d in datas])]).astype(np.int64)
+        # entries: tensor t's (plane j, chunk c) is base[t] + j * chunks[t] + c
+        entries = [k * c for k, c in zip(planes, self.chunks, strict=True)]
+        self.base = np.concatenate([[0], np.cumsum(entries)]).astype(np.int64)
+        self.owner = np.repeat(np.arange(self.count), entries)
+        local = np.arange(int(self.base[-1])) - self.base[self.owner]
+        chunks = np.asarray(self.chunks, np.int64)[self.owner]
+        n = np.asarray(self.n, np.int64)[self.owner]
+        self.plane, self.chunk = local // np.maximum(chunks, 1), local % np.maximum(chunks, 1)
+        first = self.chunk << CHUNK_LOG2
+        self.lengths = np.minimum(1 << CHUNK_LOG2, n - first)
+        self.offset = self.at[self.owner] + self.plane * n + first  # in the planes buffer
+        self.descs = np.zeros(self.count, ENCODE_DESC)
+        self.descs["input"] = self.at[:-1]
+        self.descs["planes"] = self.at[:-1]
+        self.descs["n"], self.descs["k"] = self.n, planes
+        self.descs["layout"] = [_core.layout_code(x) for x in layouts]
+        self.descs["elements"] = int(elements)
+
+    def encode(self, coder: str, precision: int, subblock_log2: int, checksum: bool,
+               zstd_level: int, permille: int, threads: int) -> list[Any]:  # fmt: skip
+        backend = self.backend
+        offsets, rows_dev, kept = self._row_plan()
+        descs = self.descs.copy()
+        descs["row_length"] = kept
+        dev_descs = backend.to_device(descs.view(np.uint8))
+        planes_dev = backend.empty(int(self.at[-1]))
+        split = _tasks([(t, 0, c) for t in range(self.count) for c in range(self.chunks[t])])
+        backend.launch("split_planes", split.size, STATS_BLOCK,
+                       (dev_descs, backend.to_device(split.view(np.uint8)), self.input, rows_dev,
+                        planes_dev))  # fmt: skip
+        entries = int(self.base[-1])
+        probe = coder == "auto"  # as encode_frame: auto probes inputs over TINY_BYTES
+        counts, samples, wants = (backend.empty(entries * 1024), backend.empty(entries * 1024),
+                                  backend.empty(entries * 4))  # fmt: skip
+        stats = _tasks(list(zip(self.owner.tolist(), self.plane.tolist(), self.chunk.tolist(),
+                                strict=True)))  # fmt: skip
+        backend.launch("chunk_stats", entries, STATS_BLOCK,
+                       (dev_descs, backend.to_device(stats.view(np.uint8)), planes_dev,
+                        np.uint32(probe), counts, samples, wants))  # fmt: skip
+        counts_h = _u32(backend, counts).reshape(entries, 256)
+
+        def piece(e: int) -> Any:
+            return planes_dev[int(self.offset[e]) : int(self.offset[e] + self.lengths[e])]
+
+        zstd: list[bytes | None] = [None] * entries
+        if probe:
+            wanted = _u32(backend, wants)
+            if wanted.any():
+                pieces = [backend.to_host(piece(e)).tobytes() if w else None
+                          for e, w in enumerate(wanted.tolist())]  # fmt: skip
+                zstd = _compress_pieces(pieces, zstd_level, threads)
+        zlens = np.array([-1 if z is None else len(z) for z in zstd], np.int64)
+        lens = self.lengths
+        kinds, values = _core.plan_chunks(
+            counts_h, _u32(backend, samples), lens.tolist(), zlens.tolist(), coder, precision,
+            subblock_log2, permille,
         )  # fmt: skip
-        return backend.to_device(np.frombuffer(frame, np.uint8))
+        kind = np.frombuffer(kinds, np.uint8)
+        modes = np.where(kind < 16, kind, RAW).astype(np.uint8)  # final below 16
+        sizes = np.where(modes == RAW, lens, np.where(modes == ZSTD, zlens, 0))
+        host_parts: dict[int, bytes] = {int(e): zstd[e] for e in np.flatnonzero(modes == ZSTD)}
+        for e in np.flatnonzero((kind >= 16) & (kind != CODE_RANS_ONLY)).tolist():
+            # Huffman to try: the CPU's choice on the chunk's bytes.
+            one = _core.frame_encode(
+                backend.to_host(piece(e)), planes=1, coder=coder, precision=precision,
+                subblock_log2=subblock_log2, checksum=False, zstd=[zstd[e]],
+                min_gain_permille=permille, threads=threads,
+            )  # fmt: skip
+            _, _, mode, at, length, _ = _core.frame_info(one, int(lens[e]))["chunks"][0]
+            modes[e], sizes[e] = MODES[mode], length
+            if mode != "raw":
+                host_parts[e] = one[at : at + length]
+        on_device = np.flatnonzero(kind == CODE_RANS_ONLY)
+        rans = _encode_rans(backend, planes_dev, counts_h, on_device, self.offset, lens,
+                            precision, subblock_log2)  # fmt: skip
+        if on_device.size:
+            settled = np.frombuffer(
+                _core.settle_rans(lens[on_device].tolist(), rans["sizes"].tolist(),
+                                  zlens[on_device].tolist(), coder, permille),
+                np.uint8,
+            )  # fmt: skip
+            modes[on_device] = settled
+            kept_sizes = [rans["sizes"], lens[on_device]]
+            sizes[on_device] = np.select([settled == RANS, settled == RAW], kept_sizes,
+                                         zlens[on_device])  # fmt: skip
+            for e in on_device[settled == ZSTD].tolist():
+                host_parts[e] = zstd[e]
+        crcs = self._crcs() if checksum else None
+        heads = []
+        for t in range(self.count):
+            span = slice(int(self.base[t]), int(self.base[t + 1]))
+            crc = join_crcs(crcs[span], lens[span]) if crcs is not None else 0
+            heads.append(_core.frame_head(
+                int(self.at[t + 1] - self.at[t]), self.k[t], coder, precision, subblock_log2,
+                checksum, crc, int(kept[t]), offsets[t], modes[span].tobytes(),
+                values[span.start : span.stop], sizes[span].tolist(),
+            ))  # fmt: skip
+        return _assemble(backend, heads, self.base, modes, sizes, self.offset, host_parts,
+                         on_device, rans, planes_dev, subblock_log2)  # fmt: skip
 
-    n = nbytes // k
-    chunks = (n + (1 << CHUNK_LOG2) - 1) >> CHUNK_LOG2
-    count = k * chunks
-    lengths = [min(1 << CHUNK_LOG2, n - (c << CHUNK_LOG2)) for c in range(chunks)] * k
+    def _row_plan(self) -> tuple[list[bytes], Any, np.ndarray]:
+        """The version 2 row plan (frame.cpp's plan_row_shift) of every tensor
+        that may have one: (its offsets, on the host; the rows buffer; the
+        row length each tensor keeps, 0 where the shift does not pay)."""
+        backend = self.backend
+        kept = np.zeros(self.count, np.int64)
+        offsets = [b""] * self.count
+        tried, tasks, rows_at = [], [], [0]
+        descs = self.descs.copy()
+        for t in range(self.count):
+            shift, bits = _core.exponent_field(self.layouts[t])
+            length, n = self.row_lengths[t], self.n[t]
+            if bits == 0 or length < MIN_ROW_LENGTH or n < ROW_SHIFT_FROM or not self.elements:
+                continue
+            rows = -(-n // length)
+            groups = -(-rows // max(1, (1 << CHUNK_LOG2) // length))
+            descs["rows"][t], descs["row_length"][t] = rows_at[-1], length
+            descs["shift"][t], descs["bits"][t] = shift, bits
+            tried.append((t, len(tasks), groups, rows_at[-1], rows))
+            tasks.extend((t, 0, g) for g in range(groups))
+            rows_at.append(rows_at[-1] + rows)
+        if not tried:
+            return offsets, backend.empty(1), kept
+        rows_dev = backend.empty(rows_at[-1])
+        plain, shifted = backend.empty(len(tasks) * 1024), backend.empty(len(tasks) * 1024)
+        table = _tasks(tasks)
+        backend.launch("row_stats", len(tasks), ROWS_BLOCK,
+                       (backend.to_device(descs.view(np.uint8)),
+                        backend.to_device(table.view(np.uint8)), self.input, rows_dev, plain,
+                        shifted))  # fmt: skip
+        plain_h = _u32(backend, plain).reshape(-1, 256)
+        shifted_h = _u32(backend, shifted).reshape(-1, 256)
+        rows_h = backend.to_host(rows_dev)
+        for t, first, groups, at, rows in tried:
+            part = slice(first, first + groups)
+            length = self.row_lengths[t]
+            if _core.row_shift_pays(plain_h[part], shifted_h[part], groups, self.n[t], length):
+                kept[t] = length
+                offsets[t] = rows_h[at : at + rows].tobytes()
+        self.descs["rows"] = descs["rows"]
+        return offsets, rows_dev, kept
 
-    def at(i: int) -> int:  # offset of (plane, chunk) i in the planes buffer
-        return (i // chunks) * n + ((i % chunks) << CHUNK_LOG2)
-
-    code = np.uint32(_core.layout_code(layout))
-    offsets, offsets_dev, rows_len = b"", backend.empty(1), 0
-    if row_length:
-        offsets_dev, rows_len = _row_plan(backend, data, n, k, layout, int(row_length))
-        if rows_len:
-            offsets = backend.to_host(offsets_dev).tobytes()
-    if elements and (k > 1 or layout != "none"):
-        planes_dev = backend.empty(nbytes)
+    def _crcs(self) -> np.ndarray:
+        """The CRC32C of every entry's plane bytes before any row shift, from
+        the input: byte j of each reordered element, or the planes themselves."""
+        backend = self.backend
+        desc = np.zeros(self.count, FRAME_DESC)
+        desc["out"] = desc["planes"] = self.at[:-1]
+        desc["n"], desc["k"], desc["chunks"] = self.n, self.k, self.chunks
+        desc["layout"] = self.descs["layout"]
+        desc["sources"] = self.base[:-1]
+        sources = np.zeros(int(self.base[-1]), PLANE_SOURCE)
+        sources["kind"] = FROM_PLANES
+        sources["offset"] = self.offset - self.at[self.owner]  # from the tensor's own bytes
+        tasks = np.zeros(int(self.base[-1]), CRC_TASK)
+        tasks["desc"], tasks["plane"], tasks["chunk"] = self.owner, self.plane, self.chunk
+        tasks["from_elements"] = int(self.elements)
+        crcs = backend.empty(4 * tasks.size)
+        dummy = backend.empty(1)
         backend.launch(
-            "split_planes", _grid(backend, n), MERGE_BLOCK,
-            (data, np.uint64(n), np.uint32(k), code, offsets_dev, np.uint64(rows_len), planes_dev),
+            "crc_chunks", tasks.size, getattr(backend, "crc_block", CRC_BLOCK),
+            (backend.to_device(desc.view(np.uint8)), backend.to_device(tasks.view(np.uint8)),
+             dummy, self.input, dummy, backend.to_device(sources.view(np.uint8)), dummy,
+             self.input, crcs),
         )  # fmt: skip
-    else:
-        planes_dev = data
-
-    probe = coder == "auto"  # as encode_frame: auto probes inputs over TINY_BYTES
-    counts, samples, wants = (backend.empty(count * 1024), backend.empty(count * 1024),
-                              backend.empty(count * 4))  # fmt: skip
-    backend.launch(
-        "chunk_stats", count, STATS_BLOCK,
-        (planes_dev, np.uint64(n), np.uint32(chunks), np.uint32(probe), counts, samples, wants),
-    )  # fmt: skip
-    counts_h = _u32(backend, counts).reshape(count, 256)
-    zstd: list[bytes | None] = [None] * count
-    if probe:
-        wanted = _u32(backend, wants)
-        if wanted.any():
-            pieces = [
-                backend.to_host(planes_dev[at(i) : at(i) + lengths[i]]).tobytes() if w else None
-                for i, w in enumerate(wanted.tolist())
-            ]
-            zstd = _compress_pieces(pieces, zstd_level, threads)
-    zstd_lens = [-1 if z is None else len(z) for z in zstd]
-    kinds, values = _core.plan_chunks(
-        counts_h, _u32(backend, samples), lengths, zstd_lens, coder, precision, subblock_log2,
-        permille,
-    )  # fmt: skip
-
-    kind = np.frombuffer(kinds, np.uint8)
-    lens = np.asarray(lengths, np.int64)
-    zlens = np.asarray(zstd_lens, np.int64)
-    modes = np.where(kind < 16, kind, RAW).astype(np.uint8)  # final below 16
-    sizes = np.where(modes == RAW, lens, np.where(modes == ZSTD, zlens, 0))
-    host_parts: dict[int, bytes] = {int(i): zstd[i] for i in np.flatnonzero(modes == ZSTD)}
-    for i in np.flatnonzero((kind >= 16) & (kind != CODE_RANS_ONLY)).tolist():
-        # Huffman to try: the CPU's choice on the chunk's bytes.
-        piece = backend.to_host(planes_dev[at(i) : at(i) + lengths[i]])
-        one = _core.frame_encode(
-            piece, planes=1, coder=coder, precision=precision, subblock_log2=subblock_log2,
-            checksum=False, zstd=[zstd[i]], min_gain_permille=permille, threads=threads,
-        )  # fmt: skip
-        _, _, mode, offset, length, _ = _core.frame_info(one, lengths[i])["chunks"][0]
-        modes[i], sizes[i] = MODES[mode], length
-        if mode != "raw":
-            host_parts[i] = one[offset : offset + length]
-    on_device = np.flatnonzero(kind == CODE_RANS_ONLY)
-    rans = _encode_rans(backend, planes_dev, counts_h, on_device, at, lens, precision,
-                        subblock_log2)  # fmt: skip
-    if on_device.size:
-        settled = np.frombuffer(
-            _core.settle_rans(lens[on_device].tolist(), rans["sizes"].tolist(),
-                              zlens[on_device].tolist(), coder, permille),
-            np.uint8,
-        )  # fmt: skip
-        modes[on_device] = settled
-        kept = [rans["sizes"], lens[on_device]]
-        sizes[on_device] = np.select([settled == RANS, settled == RAW], kept, zlens[on_device])
-        for i in on_device[settled == ZSTD].tolist():
-            host_parts[i] = zstd[i]
-
-    crc = _crc(backend, data, n, k, chunks, code, elements, lengths) if checksum else 0
-    head = _core.frame_head(
-        nbytes, k, coder, precision, subblock_log2, checksum, crc, rows_len, offsets,
-        modes.tobytes(), bytes(values), sizes.tolist(),
-    )  # fmt: skip
-    return _assemble(backend, head, modes, sizes, n, chunks, host_parts, on_device, rans,
-                     planes_dev, subblock_log2)  # fmt: skip
-
-
-def _row_plan(
-    backend: Backend, data: Any, n: int, k: int, layout: str, length: int
-) -> tuple[Any, int]:
-    """The version 2 row plan (frame.cpp's plan_row_shift): the offsets on the
-    device and the row length, or (a dummy, 0) where the shift does not pay."""
-    shift, bits = _core.exponent_field(layout)
-    if bits == 0 or length < MIN_ROW_LENGTH or n < ROW_SHIFT_FROM:
-        return backend.empty(1), 0
-    rows = -(-n // length)
-    group = max(1, (1 << CHUNK_LOG2) // length)
-    groups = -(-rows // group)
-    offsets = backend.empty(rows)
-    plain, shifted = backend.empty(groups * 1024), backend.empty(groups * 1024)
-    backend.launch(
-        "row_stats", groups, ROWS_BLOCK,
-        (data, np.uint64(n), np.uint32(k), np.uint64(length), np.uint64(group), np.uint32(shift),
-         np.uint32(bits), offsets, plain, shifted),
-    )  # fmt: skip
-    if _core.row_shift_pays(_u32(backend, plain), _u32(backend, shifted), groups, n, length):
-        return offsets, length
-    return backend.empty(1), 0
+        return _u32(backend, crcs)
 
 
 def _encode_rans(
@@ -254,12 +377,12 @@ def _encode_rans(
     planes_dev: Any,
     counts: np.ndarray,
     chosen: np.ndarray,
-    at: Any,
+    offset: np.ndarray,
     lengths: np.ndarray,
     precision: int,
     subblock_log2: int,
 ) -> dict[str, Any]:
-    """rANS-code the chosen chunks on the device: their tables (on the host,
+    """rANS-code the chosen entries on the device: their tables (on the host,
     from the counts), the kernel's states and words, and each payload's size."""
     if not chosen.size:
         return {"sizes": np.zeros(0, np.int64)}
@@ -271,7 +394,7 @@ def _encode_rans(
     first_sub = np.concatenate([[0], np.cumsum(subs)]).astype(np.int64)
     region = 2 * block  # the words of a sub-block: at most one per symbol
     records = np.zeros(chosen.size, ENCODE_CHUNK)
-    records["input"] = [at(i) for i in chosen.tolist()]
+    records["input"] = offset[chosen]
     records["words"] = first_sub[:-1] * region
     records["symbols"], records["first_sub"] = m, first_sub[:-1]
     records["freqs"] = np.arange(chosen.size)
@@ -299,70 +422,53 @@ def _encode_rans(
     }
 
 
-def _crc(
-    backend: Backend, data: Any, n: int, k: int, chunks: int, code: Any, elements: bool,
-    lengths: list[int],
-) -> int:  # fmt: skip
-    """The frame's CRC32C of the planes (before any row shift), from the input:
-    byte j of each reordered element, or the planes themselves."""
-    desc = np.zeros(1, FRAME_DESC)
-    desc["n"], desc["k"], desc["chunks"], desc["layout"] = n, k, chunks, code
-    sources = np.zeros(k * chunks, PLANE_SOURCE)
-    index = np.arange(k * chunks, dtype=np.uint64)
-    sources["kind"] = FROM_PLANES
-    sources["offset"] = (index // chunks) * n + ((index % chunks) << CHUNK_LOG2)
-    tasks = np.zeros(k * chunks, CRC_TASK)
-    tasks["plane"], tasks["chunk"] = index // chunks, index % chunks
-    tasks["from_elements"] = int(elements)
-    crcs = backend.empty(4 * k * chunks)
-    dummy = backend.empty(1)
-    backend.launch(
-        "crc_chunks", k * chunks, getattr(backend, "crc_block", CRC_BLOCK),
-        (backend.to_device(desc.view(np.uint8)), backend.to_device(tasks.view(np.uint8)), dummy,
-         dummy if elements else data, dummy, backend.to_device(sources.view(np.uint8)), dummy,
-         data if elements else dummy, crcs),
-    )  # fmt: skip
-    return join_crcs(_u32(backend, crcs), lengths)
-
-
 def _assemble(
     backend: Backend,
-    head: bytes,
+    heads: list[bytes],
+    base: np.ndarray,
     modes: np.ndarray,
     sizes: np.ndarray,
-    n: int,
-    chunks: int,
+    offset: np.ndarray,
     host_parts: dict[int, bytes],
     on_device: np.ndarray,
     rans: dict[str, Any],
     planes_dev: Any,
     subblock_log2: int,
-) -> Any:
-    """The frame on the device: the host's header, then every payload."""
+) -> list[Any]:
+    """The frames on the device, one after another in one buffer: each
+    header (from the host), then its payloads."""
     stored = np.flatnonzero(modes != CONSTANT)
-    dst = len(head) + np.concatenate([[0], np.cumsum(sizes[stored])]).astype(np.int64)
+    payload = np.where(modes != CONSTANT, sizes, 0)
+    owner = np.searchsorted(base, np.arange(modes.size), side="right") - 1
+    head_len = np.array([len(h) for h in heads], np.int64)
+    frame_len = head_len + np.add.reduceat(payload, base[:-1]) if modes.size else head_len
+    frame_len = np.where(np.diff(base) > 0, frame_len, head_len)
+    frame_at = np.concatenate([[0], np.cumsum(frame_len)]).astype(np.int64)
+    # each payload after its frame's header and the payloads before it
+    within = np.cumsum(payload) - payload - np.concatenate([[0], np.cumsum(payload)])[base[owner]]
+    dst = frame_at[owner] + head_len[owner] + within
     pieces = np.zeros(stored.size, FRAME_PIECE)
-    pieces["dst"], pieces["length"] = dst[:-1], sizes[stored]
-    index = stored.astype(np.int64)
-    pieces["src"] = (index // chunks) * n + ((index % chunks) << CHUNK_LOG2)  # raw: the planes
-    pieces["kind"] = PIECE_FROM_PLANES
+    pieces["dst"], pieces["length"] = dst[stored], sizes[stored]
+    pieces["src"], pieces["kind"] = offset[stored], PIECE_FROM_PLANES  # raw: the planes
     host = bytearray()
-    where = {int(i): p for p, i in enumerate(stored.tolist())}
-    for i, part in sorted(host_parts.items()):
-        pieces["kind"][where[i]], pieces["src"][where[i]] = PIECE_FROM_HOST, len(host)
+    row = {int(e): p for p, e in enumerate(stored.tolist())}
+    for e, part in sorted(host_parts.items()):
+        pieces["kind"][row[e]], pieces["src"][row[e]] = PIECE_FROM_HOST, len(host)
         host += part
-    coded = np.isin(on_device, stored) & (modes[on_device] == RANS)
+    coded = modes[on_device] == RANS
     if coded.any():
         r = np.flatnonzero(coded)
-        rows = np.searchsorted(stored, on_device[r])
-        pieces["kind"][rows] = PIECE_RANS
-        pieces["src"][rows] = rans["table_at"][r]
-        pieces["length"][rows] = np.diff(rans["table_at"])[r]
-        pieces["words"][rows] = rans["first_sub"][r] * rans["region"]
-        pieces["first_sub"][rows] = rans["first_sub"][r]
-        pieces["subblocks"][rows] = rans["subs"][r]
-    frame = backend.empty(int(dst[-1]))
-    frame[: len(head)] = backend.to_device(np.frombuffer(head, np.uint8))
+        at = np.searchsorted(stored, on_device[r])
+        pieces["kind"][at] = PIECE_RANS
+        pieces["src"][at] = rans["table_at"][r]
+        pieces["length"][at] = np.diff(rans["table_at"])[r]
+        pieces["words"][at] = rans["first_sub"][r] * rans["region"]
+        pieces["first_sub"][at] = rans["first_sub"][r]
+        pieces["subblocks"][at] = rans["subs"][r]
+    out = backend.empty(int(frame_at[-1]))
+    for t, h in enumerate(heads):
+        out[int(frame_at[t]) : int(frame_at[t]) + len(h)] = backend.to_device(
+            np.frombuffer(h, np.uint8))  # fmt: skip
     if pieces.size:
         dummy = backend.empty(1)
         backend.launch(
@@ -370,6 +476,6 @@ def _assemble(
             (backend.to_device(pieces.view(np.uint8)), planes_dev,
              backend.to_device(np.frombuffer(bytes(host) or b"\0", np.uint8)),
              rans.get("tables", dummy), rans.get("words", dummy), rans.get("states", dummy),
-             rans.get("nwords", dummy), np.uint32(subblock_log2), frame),
+             rans.get("nwords", dummy), np.uint32(subblock_log2), out),
         )  # fmt: skip
-    return frame
+    return [out[int(frame_at[t]) : int(frame_at[t + 1])] for t in range(len(heads))]

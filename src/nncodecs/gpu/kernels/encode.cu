@@ -42,6 +42,27 @@ struct FramePiece {
   nnc_u32 subblocks;  // rANS: its sub-blocks
 };
 
+// One tensor of an encode batch (64 bytes): offsets into the batch's input,
+// planes and row-offset buffers, and its numbers.
+struct EncodeDesc {
+  nnc_u64 in;          // its bytes in the input buffer
+  nnc_u64 planes;      // its planes in the planes buffer
+  nnc_u64 rows;        // its row offsets in the rows buffer
+  nnc_u64 row_length;  // symbols a row: for row_stats always; for split_planes 0 = no shift
+  nnc_u64 n;           // elements (symbols a plane)
+  nnc_u32 k, layout;   // bytes an element, nnc::Layout
+  nnc_u32 elements;    // 1: the input holds elements (reorder + split); 0: planes already
+  nnc_u32 shift, bits; // its exponent field (row_stats)
+  nnc_u32 pad;
+};
+
+// A block's work in an encode batch: (tensor, plane, index): a group of rows
+// (row_stats), a chunk of elements (split_planes), or a (plane, chunk)
+// (chunk_stats).
+struct EncodeTask {
+  nnc_u32 desc, plane, index, pad;
+};
+
 // An element of k bytes (little-endian) as a word.
 NNC_DEV nnc_u64 load_element(const nnc_u8* in, nnc_u64 g, nnc_u32 k) {
   nnc_u64 w = 0;
@@ -53,22 +74,31 @@ NNC_DEV nnc_u64 load_element(const nnc_u8* in, nnc_u64 g, nnc_u32 k) {
 }  // namespace nnc
 
 // The version 2 row plan of frame.cpp (plan_rows), one block per group of
-// `group` rows (the last may hold fewer): each warp takes rows in turn; its
-// lanes sum the exponents of the row's samples (the first 64 bytes of every
-// 512), the offset is the rounded mean moved to the top of the byte; the
-// first 64 bytes of every `every`-th row of the group are counted as they
-// are and shifted. Integer sums: the same in any order.
-extern "C" __global__ void row_stats(const nnc_u8* in, nnc_u64 n, nnc_u32 k, nnc_u64 len,
-                                     nnc_u64 group, nnc_u32 shift, nnc_u32 bits,
-                                     nnc_u8* offsets, nnc_u32* plain, nnc_u32* shifted) {
+// rows (a task: the tensor and the group; groups of kChunkSymbols / length
+// rows, the last may hold fewer): each warp takes rows in turn; its lanes
+// sum the exponents of the row's samples (the first 64 bytes of every 512),
+// the offset is the rounded mean moved to the top of the byte; the first 64
+// bytes of every `every`-th row of the group are counted as they are and
+// shifted, into the task's 256 + 256 counts. Integer sums: the same in any
+// order.
+extern "C" __global__ void row_stats(const EncodeDesc* descs, const EncodeTask* tasks,
+                                     const nnc_u8* input, nnc_u8* offsets_buf, nnc_u32* plain,
+                                     nnc_u32* shifted) {
   __shared__ nnc_u32 hist_plain[256];
   __shared__ nnc_u32 hist_shifted[256];
   __shared__ nnc_u64 part_sum[32][32];
   __shared__ nnc_u64 part_samples[32][32];
   for (nnc_u32 s = threadIdx.x; s < 256u; s += blockDim.x) hist_plain[s] = hist_shifted[s] = 0;
   __syncthreads();
+  const EncodeTask task = tasks[blockIdx.x];
+  const EncodeDesc d = descs[task.desc];
+  const nnc_u8* in = input + d.in;
+  nnc_u8* offsets = offsets_buf + d.rows;
+  const nnc_u64 n = d.n, len = d.row_length;
+  const nnc_u32 k = d.k, shift = d.shift, bits = d.bits;
+  const nnc_u64 group = (nnc_u64(1) << kChunkLog2) / len > 1u ? (nnc_u64(1) << kChunkLog2) / len : 1u;
   const nnc_u64 rows = (n + len - 1) / len;
-  const nnc_u64 row = nnc_u64(blockIdx.x) * group;
+  const nnc_u64 row = nnc_u64(task.index) * group;
   const nnc_u64 count = rows - row < group ? rows - row : group;
   const nnc_u64 block = 64u / k;  // elements of a 64-byte sample
   const nnc_u64 every = count * block / 4096u > 1u ? count * block / 4096u : 1u;
@@ -106,37 +136,53 @@ extern "C" __global__ void row_stats(const nnc_u8* in, nnc_u64 n, nnc_u32 k, nnc
   }
 }
 
-// Elements (k bytes, the reorder of `layout`) into planes, plane j of
-// element g at planes[j * n + g]; with row_length, the last plane less its
-// row's offset. One thread per element, grid-stride.
-extern "C" __global__ void split_planes(const nnc_u8* in, nnc_u64 n, nnc_u32 k, nnc_u32 layout,
-                                        const nnc_u8* row_offsets, nnc_u64 row_length,
-                                        nnc_u8* planes) {
-  const nnc_u64 stride = nnc_u64(gridDim.x) * blockDim.x;
-  for (nnc_u64 g = nnc_u64(blockIdx.x) * blockDim.x + threadIdx.x; g < n; g += stride) {
-    const nnc_u64 word = reorder<false>(load_element(in, g, k), layout);
+// A chunk of 2^18 elements a block (a task: the tensor and the chunk) into
+// planes, plane j of element g at planes[j * n + g]: the reorder of the
+// tensor's layout, and with row_length the last plane less its row's
+// offset. Input that already holds planes is copied as it is.
+extern "C" __global__ void split_planes(const EncodeDesc* descs, const EncodeTask* tasks,
+                                        const nnc_u8* input, const nnc_u8* rows,
+                                        nnc_u8* planes_buf) {
+  const EncodeTask task = tasks[blockIdx.x];
+  const EncodeDesc d = descs[task.desc];
+  const nnc_u8* in = input + d.in;
+  nnc_u8* planes = planes_buf + d.planes;
+  const nnc_u64 first = nnc_u64(task.index) << kChunkLog2;
+  const nnc_u64 m = d.n - first < (nnc_u64(1) << kChunkLog2) ? d.n - first : (nnc_u64(1) << kChunkLog2);
+  const nnc_u32 k = d.k;
+  for (nnc_u64 i = threadIdx.x; i < m; i += blockDim.x) {
+    const nnc_u64 g = first + i;
+    if (!d.elements) {
+      for (nnc_u32 j = 0; j < k; ++j) planes[nnc_u64(j) * d.n + g] = in[nnc_u64(j) * d.n + g];
+      continue;
+    }
+    const nnc_u64 word = reorder<false>(load_element(in, g, k), d.layout);
     for (nnc_u32 j = 0; j < k; ++j) {
       nnc_u8 v = static_cast<nnc_u8>(word >> (8u * j));
-      if (row_length && j == k - 1) v = static_cast<nnc_u8>(v - row_offsets[g / row_length]);
-      planes[nnc_u64(j) * n + g] = v;
+      if (d.row_length && j == k - 1) v = static_cast<nnc_u8>(v - rows[d.rows + g / d.row_length]);
+      planes[nnc_u64(j) * d.n + g] = v;
     }
   }
 }
 
-// Per (plane, chunk), one block each (plane-major): the histogram, the
+// Per (plane, chunk) of a tensor, one block each (a task): the histogram, the
 // sample's (16 pieces of 1 KiB at multiples of m / 16, chunks of 2^15
 // symbols or more), and with `probe` auto's wish for a zstd trial
 // (frame.cpp's wants_zstd: under 2^14 symbols, or long repeats, which
 // thread 0 searches in order with the CPU's hash table).
-extern "C" __global__ void chunk_stats(const nnc_u8* planes, nnc_u64 n, nnc_u32 chunks,
-                                       nnc_u32 probe, nnc_u32* counts, nnc_u32* samples,
-                                       nnc_u32* wants_zstd) {
+extern "C" __global__ void chunk_stats(const EncodeDesc* descs, const EncodeTask* tasks,
+                                       const nnc_u8* planes_buf, nnc_u32 probe, nnc_u32* counts,
+                                       nnc_u32* samples, nnc_u32* wants_zstd) {
   __shared__ nnc_u32 hist[256];
   __shared__ nnc_u32 sample[256];
   __shared__ nnc_u64 table[1u << 12];
   for (nnc_u32 s = threadIdx.x; s < 256u; s += blockDim.x) hist[s] = sample[s] = 0;
   __syncthreads();
-  const nnc_u32 j = blockIdx.x / chunks, c = blockIdx.x % chunks;
+  const EncodeTask task = tasks[blockIdx.x];
+  const EncodeDesc d = descs[task.desc];
+  const nnc_u64 n = d.n;
+  const nnc_u32 j = task.plane, c = task.index;
+  const nnc_u8* planes = planes_buf + d.planes;
   const nnc_u64 first = nnc_u64(c) << kChunkLog2;
   const nnc_u64 m = n - first < (nnc_u64(1) << kChunkLog2) ? n - first : (nnc_u64(1) << kChunkLog2);
   const nnc_u8* p = planes + nnc_u64(j) * n + first;
