@@ -293,3 +293,17 @@ def test_crc32c_join_equals_the_crc_of_the_whole() -> None:
         crcs = np.array([_core.crc32c(d) for d in data], np.uint32)
         whole = _core.crc32c(np.concatenate(data)) if count else 0
         assert _core.crc32c_join(crcs, lens) == whole, count
+
+
+def test_flipped_bytes_are_corrupt_data_never_a_fault(backend: Any) -> None:
+    # Any byte of a frame flipped: the exact tensor back (never: every byte
+    # is covered by a check or the CRC) or CorruptDataError, from the kernels'
+    # checks or the host's, never another error or a fault.
+    arr = row_scaled("bfloat16", 300, 512, seed=4)
+    frame = np.frombuffer(NumcodecsWeights(coder="rans", dtype="bfloat16").encode(arr), np.uint8)
+    rng = np.random.default_rng(99)
+    for at in [*rng.choice(frame.size, 24, replace=False).tolist(), 0, 5, 7, frame.size - 1]:
+        bad = frame.copy()
+        bad[at] ^= 1 << int(rng.integers(0, 8))
+        with pytest.raises(CorruptDataError):
+            decode_on(backend, bad, max_decoded=arr.nbytes, layout="bfloat16", elements=True)
