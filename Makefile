@@ -13,7 +13,10 @@ PIP_QUIET := --quiet --disable-pip-version-check
 # Build tools first (the package is built without build isolation, from these).
 BUILD_DEPS := "scikit-build-core>=0.10" "pybind11>=2.12" cmake ninja
 # nvidia-cuda-nvrtc-cu12: NVRTC without a GPU, to compile-check the shared rANS header.
-TEST_DEPS := "pytest>=8" "ruff>=0.6" zstandard fsspec scipy xarray "dask[array]" safetensors gguf onnx ztensor nvidia-cuda-nvrtc-cu12
+# distributed, s3fs and moto[server]: archiving on a LocalCluster into a real S3-compatible
+# server; nbclient, ipykernel and matplotlib: the notebooks, executed with their plots.
+TEST_DEPS := "pytest>=8" "ruff>=0.6" zstandard fsspec scipy xarray "dask[array]" safetensors gguf onnx ztensor nvidia-cuda-nvrtc-cu12 \
+	distributed s3fs "moto[server]" nbclient ipykernel matplotlib
 # Python 3.11: zarr 3.1.x, numcodecs 0.16.x and the CPU torch on local disk.
 DEPS_311 := "zarr>=3.1,<3.2" "numcodecs>=0.16,<0.17" ml_dtypes "numpy>=1.26" torch==2.13.0 transformers
 # Python 3.12: the newest zarr and numcodecs; no torch (pip would pull a CUDA build).

@@ -35,13 +35,14 @@ from nncodecs.codecs import (
     Weights,
 )
 from nncodecs.codecs._shell import get_threads, set_threads
-from nncodecs.container import Reader, TensorInfo, Writer, merge
+from nncodecs.container import ArchiveResult, Reader, TensorInfo, Writer, archive, merge
 from nncodecs.dtypes import as_numpy, to_torch
 from nncodecs.errors import CorruptDataError, NNCodecsError, NotAContainerError
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "ArchiveResult",
     "Auto",
     "BitReorder",
     "CorruptDataError",
@@ -61,6 +62,7 @@ __all__ = [
     "Weights",
     "Writer",
     "__version__",
+    "archive",
     "as_numpy",
     "get_threads",
     "merge",

@@ -74,6 +74,8 @@ def cmd_compress(args: argparse.Namespace) -> int:
     from nncodecs.formats import compress
 
     src = Path(args.input)
+    if args.dask is not None:
+        return _compress_dask(args, src)
     out = Path(args.output) if args.output else _default_output(src)
     bar = ProgressBar("compress", args.quiet)
     fmt = compress(
@@ -92,6 +94,23 @@ def cmd_compress(args: argparse.Namespace) -> int:
             f"{src} ({fmt}, {human(original)}) -> {out} ({human(stored)}, "
             f"ratio {stored / original:.4f})"
         )
+    return 0
+
+
+def _compress_dask(args: argparse.Namespace, src: Path) -> int:
+    """``compress --dask [ADDRESS]``: slabs of shards as dask tasks (nncodecs.archive)."""
+    from nncodecs import archive
+
+    if not args.output or args.output.endswith(".zip"):
+        raise ValueError("--dask writes a directory or URL container: give -o NAME.zarr")
+    kwargs: dict[str, Any] = {"codec": args.codec, "progress": not args.quiet}
+    if args.chunk_bytes:
+        kwargs["chunk_bytes"] = args.chunk_bytes
+    scheduler = None if args.dask == "threads" else args.dask
+    result = archive(src, args.output, scheduler=scheduler, **kwargs)
+    if not args.quiet:
+        print(f"{src} -> {args.output}: {result.tensors} tensors, {human(result.nbytes)} in "
+              f"{result.tasks} tasks")  # fmt: skip
     return 0
 
 
@@ -256,6 +275,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--codec", default="auto", choices=["auto", "rans", "huffman", "zstd", "raw"])
     p.add_argument("--threads", type=int, default=None, help="threads (default: every core)")
     p.add_argument("--chunk-bytes", type=int, default=None, help="chunk size along the first axis")
+    p.add_argument(
+        "--dask", nargs="?", const="threads", default=None, metavar="ADDRESS",
+        help="encode and write slabs of shards as dask tasks: on threads, or on the "
+        "dask.distributed scheduler at ADDRESS (or 'processes'); -o NAME.zarr or a URL",
+    )  # fmt: skip
 
     p = command(
         "decompress", "restore the original file (byte-identical for safetensors)", cmd_decompress

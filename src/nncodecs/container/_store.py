@@ -56,9 +56,12 @@ class StagedZip:
         shutil.rmtree(self.staging, ignore_errors=True)
 
 
-def open_store(target: Any, mode: str) -> tuple[Any, bool]:
+def open_store(
+    target: Any, mode: str, storage_options: dict[str, Any] | None = None
+) -> tuple[Any, bool]:
     """(store, owned) for a path (``*.zip``: one zip file, read only; else a directory), a URL
-    (``memory://``, ``s3://`` ...: through fsspec), or any Zarr store object.
+    (``memory://``, ``s3://`` ...: through fsspec, with ``storage_options`` such as an
+    ``endpoint_url`` and keys), or any Zarr store object.
 
     ``owned`` says whether the caller must close the store.
     """
@@ -67,7 +70,12 @@ def open_store(target: Any, mode: str) -> tuple[Any, bool]:
     if isinstance(target, str) and "://" in target and not target.startswith("file://"):
         from zarr.storage import FsspecStore
 
-        return FsspecStore.from_url(target, read_only=mode == "r"), True
+        store = FsspecStore.from_url(
+            target, storage_options=storage_options or None, read_only=mode == "r"
+        )
+        return store, True
+    if storage_options:
+        raise ValueError("storage_options go with a URL target (s3://...)")
     if isinstance(target, str | os.PathLike):
         path = Path(str(target).removeprefix("file://"))
         if path.suffix == ".zip":

@@ -46,10 +46,12 @@ class Reader:
     ``threads`` sets the codecs' threads, process-wide (``None``: unchanged).
     """
 
-    def __init__(self, target: Any, threads: int | None = None) -> None:
+    def __init__(
+        self, target: Any, threads: int | None = None, storage_options: dict | None = None
+    ) -> None:
         if threads is not None:
             set_threads(threads)
-        self._store, self._owned = open_store(target, "r")
+        self._store, self._owned = open_store(target, "r", storage_options)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # consolidated metadata for Zarr v3
             self._group = zarr.open_group(self._store, mode="r")
@@ -147,6 +149,18 @@ class Reader:
         except CorruptDataError as exc:
             raise CorruptDataError(f"tensor {name!r}: {exc}") from exc
         return _convert(arr, to)
+
+    def to_dask(self, name: str | None = None) -> Any:
+        """A dense tensor as a dask array over its Zarr array (its chunks read
+        and decoded as tasks, on any scheduler); with no name, a dict of every
+        dense tensor's."""
+        import dask.array as da
+
+        if name is None:
+            return {n: self.to_dask(n) for n in self._order if self.layout(n) == "dense"}
+        if self.layout(name) != "dense":
+            raise ValueError(f"tensor {name!r} is {self.layout(name)}: to_dask takes dense ones")
+        return da.from_zarr(self[name])
 
     def _read_on_device(self, name: str, to: str, device: str) -> Any:
         from nncodecs.gpu.device import backend_for_device

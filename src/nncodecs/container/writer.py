@@ -64,6 +64,9 @@ class Writer:
     threads : int, optional
         Threads of the codecs (process-wide, as ``nncodecs.set_threads``);
         ``None`` leaves the setting as it is (default: every core).
+    storage_options : dict, optional
+        For a URL target: the fsspec filesystem's options (for S3 through
+        s3fs: ``endpoint_url``, ``key``, ``secret``, ...).
 
     Examples
     --------
@@ -85,6 +88,7 @@ class Writer:
         codec: str = "auto",
         chunk_bytes: int = layout.CHUNK_BYTES,
         threads: int | None = None,
+        storage_options: dict[str, Any] | None = None,
     ) -> None:
         if threads is not None:
             set_threads(threads)
@@ -98,7 +102,7 @@ class Writer:
             self._staged = StagedZip(Path(str(target).removeprefix("file://")), mode)
             self._store, self._owned = self._staged.store, True
         else:
-            self._store, self._owned = open_store(target, mode)
+            self._store, self._owned = open_store(target, mode, storage_options)
         self._names: list[str] = []  # committed and pending, in order
         self._pending: list[tuple[str, np.ndarray, str | None]] = []
         self._pending_bytes = 0
