@@ -118,8 +118,8 @@ def test_archive_on_local_schedulers(tmp_path: Path, real_weights: dict[str, Any
 
 
 def test_archive_tasks_align_with_shards(tmp_path: Path) -> None:
-    # A sharded tensor: a task a shard (no two tasks write one object); an
-    # unsharded one: tasks of whole chunks; a scalar and an empty tensor.
+    # A sharded tensor: a task a shard (no two tasks write one object); the
+    # small ones whole, together in one task; an empty one needs none.
     tensors = {
         "big": row_scaled("bfloat16", 5_000, 64, seed=3),
         "mid": weights_like("float32", 4_000, seed=4).reshape(1000, 4),
@@ -130,7 +130,7 @@ def test_archive_tasks_align_with_shards(tmp_path: Path) -> None:
     with Reader(tmp_path / "m.zarr") as r:
         z = r["big"]
         assert z.shards is not None
-        assert result.tasks == -(-5_000 // z.shards[0]) + 1 + 1  # big, mid, scalar
+        assert result.tasks == -(-5_000 // z.shards[0]) + 1  # big's shards; mid and scalar
         for k, v in tensors.items():
             assert r.read_tensor(k).tobytes() == v.tobytes()
         dask_big = r.to_dask("big")

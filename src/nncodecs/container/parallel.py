@@ -3,7 +3,8 @@
 :func:`archive` plans every model first, then creates all their Zarr
 metadata in one batch (groups, arrays, attributes), then encodes and writes
 the data as dask tasks, one per slab of whole shards (or of whole chunks,
-for unsharded arrays): no two tasks write the same object. Last, each
+for unsharded arrays; small tensors whole, several to a task): no two tasks
+write the same object. Last, each
 tensor is marked complete and each container's order and metadata written,
 so a run that dies leaves no tensor that reads back wrong (a Reader skips
 incomplete ones). Tasks run on dask's threaded scheduler by default, on
@@ -173,8 +174,8 @@ def _store(target: str, options: str) -> Any:
 
 
 def _write_slab(target: str, options: str, node: str, start: int, stop: int, rows: Any) -> int:
-    """One task: read the source's rows, encode and write them (whole shards or
-    chunks). ``rows``: a loader, or the whole array (scattered to a cluster once)."""
+    """Read a source's rows, encode and write them (whole shards or chunks).
+    ``rows``: a loader, or the whole array (scattered to a cluster once)."""
     z = zarr.open_array(_store(target, options), path=node, mode="r+")
     if isinstance(rows, np.ndarray):
         data = rows[start:stop] if rows.ndim else rows
@@ -187,11 +188,17 @@ def _write_slab(target: str, options: str, node: str, start: int, stop: int, row
     return int(data.nbytes)
 
 
+def _write_slabs(target: str, options: str, items: list[tuple[Any, ...]]) -> int:
+    """One task: its slabs, one after another (a slab of a large tensor, or
+    several small tensors whole)."""
+    return sum(_write_slab(target, options, *item) for item in items)
+
+
 async def _create(models: list[_Model], options: dict | None, codec: str,
                   chunk_bytes: int) -> list[tuple[Any, Any, list[Any]]]:  # fmt: skip
-    """Every container's group and arrays, created together."""
-    made = []
-    for m in models:
+    """Every container's group and arrays, created together (all at once)."""
+
+    async def one(m: _Model) -> tuple[Any, Any, list[Any]]:
         store, _ = open_store(m.target, "w", options)
         group = await zarr.api.asynchronous.open_group(store=store, mode="w")
         await group.update_attributes({layout.ATTRS_KEY: {
@@ -204,18 +211,22 @@ async def _create(models: list[_Model], options: dict | None, codec: str,
                 if t.shape else None,
                 attributes={layout.ATTRS_KEY: {"name": t.name, "layout": "dense",
                                                "complete": False}},
+                overwrite=True,  # a new group: nothing to check for
                 **layout.chunking(t.shape, t.dtype.itemsize, chunk_bytes, codec),
                 **layout.codec_settings(codec),
             )
             for t in m.tensors
         ))  # fmt: skip
-        made.append((store, group, list(arrays)))
-    return made
+        return store, group, list(arrays)
+
+    return list(await asyncio.gather(*(one(m) for m in models)))
 
 
 async def _finish(models: list[_Model], made: list[tuple[Any, Any, list[Any]]]) -> None:
-    """Mark every tensor complete, then each container's order and metadata."""
-    for m, (store, group, arrays) in zip(models, made, strict=True):
+    """Mark every tensor complete, then each container's order and metadata
+    (every container at once, each in that order)."""
+
+    async def one(m: _Model, store: Any, group: Any, arrays: list[Any]) -> None:
         await asyncio.gather(*(
             z.update_attributes({layout.ATTRS_KEY: {"name": t.name, "layout": "dense",
                                                     "complete": True}})
@@ -224,9 +235,11 @@ async def _finish(models: list[_Model], made: list[tuple[Any, Any, list[Any]]]) 
         await group.update_attributes({layout.ATTRS_KEY: {
             "format": layout.FORMAT, "version": layout.VERSION,
             "tensors": [t.name for t in m.tensors], "metadata": m.metadata}})  # fmt: skip
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # consolidated metadata "not yet part of" Zarr v3
-            await zarr.api.asynchronous.consolidate_metadata(store)
+        await zarr.api.asynchronous.consolidate_metadata(store)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # consolidated metadata "not yet part of" Zarr v3
+        await asyncio.gather(*(one(m, *mk) for m, mk in zip(models, made, strict=True)))
 
 
 def archive(
@@ -263,7 +276,6 @@ def archive(
     progress
         Show dask's progress bar while the tasks run.
     """
-    import dask
     from zarr.core.sync import sync
 
     layout.codec_settings(codec)  # validates the name
@@ -274,6 +286,8 @@ def archive(
     try:
         tasks = []
         for m, (_, _, arrays) in zip(models, made, strict=True):
+            small: list[tuple[Any, ...]] = []  # small tensors, grouped up to TASK_BYTES
+            small_bytes = 0
             for t, z in zip(m.tensors, arrays, strict=True):
                 row = math.prod(t.shape[1:]) * t.dtype.itemsize if t.shape else 0
                 slabs = _slabs(z, row)
@@ -281,9 +295,18 @@ def archive(
                 if client is not None and isinstance(rows, ArrayRows) and slabs:
                     # in memory: sent to the cluster once, not with every task
                     rows = client.scatter(rows.array)
+                nbytes = math.prod(t.shape) * t.dtype.itemsize
+                if len(slabs) == 1 and nbytes < TASK_BYTES:
+                    small.append((z.path, *slabs[0], rows))
+                    small_bytes += nbytes
+                    if small_bytes >= TASK_BYTES:
+                        tasks.append(_task(m.target, options, small))
+                        small, small_bytes = [], 0
+                    continue
                 for start, stop in slabs:
-                    tasks.append(dask.delayed(_write_slab, pure=False)(
-                        m.target, options, z.path, start, stop, rows))  # fmt: skip
+                    tasks.append(_task(m.target, options, [(z.path, start, stop, rows)]))
+            if small:
+                tasks.append(_task(m.target, options, small))
         written = _compute(tasks, client or scheduler, progress)
     finally:
         if client is not None and client is not scheduler:
@@ -295,6 +318,12 @@ def archive(
         nbytes=int(sum(written)),
         tasks=len(tasks),
     )
+
+
+def _task(target: str, options: str, items: list[tuple[Any, ...]]) -> Any:
+    import dask
+
+    return dask.delayed(_write_slabs, pure=False)(target, options, items)
 
 
 def _client(scheduler: Any) -> Any:
