@@ -221,21 +221,12 @@ py::object frame_encode(py::handle src, unsigned planes, const std::string& code
   return py::reinterpret_steal<py::bytes>(raw);
 }
 
-// With total_len: src is the first bytes of a frame that long (a frame on
-// a device); None when they do not hold its header and index (ask again
-// with more), the frame's error once they are the whole frame.
-py::object frame_info(py::handle src, std::uint64_t max_decoded, std::size_t total_len) {
+py::dict frame_info(py::handle src, std::uint64_t max_decoded) {
   Buffer in(src, false, "frame_info", "src");
   nnc::FrameInfo info;
   nnc::Error err;
-  if (total_len && total_len < in.size())
-    throw py::value_error("nncodecs._core.frame_info: a prefix longer than the frame");
-  const bool prefix = total_len > in.size();
-  if (nnc::frame_info(in.data(), in.size(), max_decoded, &info, &err,
-                      prefix ? total_len : 0) != nnc::Status::ok) {
-    if (prefix) return py::none();
+  if (nnc::frame_info(in.data(), in.size(), max_decoded, &info, &err) != nnc::Status::ok)
     raise_error(err, "frame_info");
-  }
   py::dict d;
   d["version"] = info.version;
   d["coder"] = info.coder == nnc::Coder::rans      ? "rans"
@@ -263,7 +254,9 @@ py::object frame_info(py::handle src, std::uint64_t max_decoded, std::size_t tot
 // A frame's header and chunk index as arrays (the GPU decoder's host lays
 // out its kernels' tables from them with NumPy, without a Python object a
 // chunk): modes, payload offsets and lengths, constant values, plane-major.
-// With total_len, as frame_info: None when the prefix is too short.
+// With total_len: src is the first bytes of a frame that long (a frame on a
+// device); None when they do not hold its header and index (ask again with
+// more), the frame's error once they are the whole frame.
 py::object frame_index(py::handle src, std::uint64_t max_decoded, std::size_t total_len) {
   Buffer in(src, false, "frame_index", "src");
   nnc::FrameInfo info;
@@ -670,9 +663,7 @@ PYBIND11_MODULE(_core, m) {
         "row_length (elements with a float layout): elements per row, for the row shift of a "
         "version 2 frame where it pays; 0 for none.");
   m.def("frame_info", &frame_info, py::arg("src"), py::arg("max_decoded"),
-        py::arg("total_len") = 0,
-        "Parse and check a frame's header and chunk index. With total_len, src is the frame's "
-        "first bytes only: None when the header and index do not lie in them.");
+        "Parse and check a frame's header and chunk index.");
   m.def("frame_index", &frame_index, py::arg("src"), py::arg("max_decoded"),
         py::arg("total_len") = 0,
         "A frame's header and its chunk index as arrays (modes, values, offsets, lengths).");

@@ -80,20 +80,28 @@ def _check_coder(coder: Any) -> str:
     return str(coder)
 
 
+def frame_settings(settings: dict[str, Any], dtype: Any) -> dict[str, Any]:
+    """The frame encoder's keywords for a codec's settings and an element type
+    (the CPU's encode_frame and the GPU's encode_on take the same)."""
+    return {
+        "planes": np.dtype(dtype).itemsize,
+        "coder": settings["coder"],
+        "precision": settings["precision"],
+        "subblock_log2": settings["subblock_log2"],
+        "checksum": settings["checksum"],
+        "zstd_level": settings["zstd_level"],
+        "min_gain": settings["min_gain"],
+        "elements": True,
+        "layout": float_layout(dtype),
+    }
+
+
 def encode_weights(arr: Any, settings: dict[str, Any], threads: int | None = None) -> bytes:
     """Frame of an array's elements (C order): reorder + split + coder, fused."""
     arr = little_endian(arr)
     return encode_frame(
         as_byte_view(arr),
-        planes=arr.dtype.itemsize,
-        coder=settings["coder"],
-        precision=settings["precision"],
-        subblock_log2=settings["subblock_log2"],
-        checksum=settings["checksum"],
-        zstd_level=settings["zstd_level"],
-        min_gain=settings["min_gain"],
-        elements=True,
-        layout=float_layout(arr.dtype),
+        **frame_settings(settings, arr.dtype),
         threads=threads,
         row_length=row_length(arr.shape),
     )

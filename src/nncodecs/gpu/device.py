@@ -109,7 +109,7 @@ def encode_weights_on_device(
 ) -> Any:
     """The ``weights`` frame of a device tensor, on the device (uint8, the kind
     of array the tensor is), byte for byte the CPU's frame of its elements."""
-    from nncodecs.codecs.weights import row_length
+    from nncodecs.codecs.weights import frame_settings, row_length
     from nncodecs.gpu.encode import encode_on
 
     target = device_dtype(tensor, dtype)
@@ -124,18 +124,7 @@ def encode_weights_on_device(
     )
     with _stream(backend, tensor):
         frame = encode_on(
-            backend,
-            flat,
-            planes=target.itemsize,
-            coder=settings["coder"],
-            precision=settings["precision"],
-            subblock_log2=settings["subblock_log2"],
-            checksum=settings["checksum"],
-            zstd_level=settings["zstd_level"],
-            min_gain=settings["min_gain"],
-            elements=True,
-            layout=float_layout(target),
-            row_length=row_length(shape),
+            backend, flat, **frame_settings(settings, target), row_length=row_length(shape)
         )
     return backend.typed(frame, np.dtype(np.uint8), (int(frame.size),), tensor)
 
