@@ -74,7 +74,7 @@ def cmd_compress(args: argparse.Namespace) -> int:
     from nncodecs.formats import compress
 
     src = Path(args.input)
-    if args.dask is not None:
+    if getattr(args, "dask", None) is not None:  # (convert reaches here without --dask)
         return _compress_dask(args, src)
     out = Path(args.output) if args.output else _default_output(src)
     bar = ProgressBar("compress", args.quiet)
