@@ -1,16 +1,21 @@
-"""GPU decoding of nncodecs frames: CUDA kernels compiled through CuPy on first use.
+"""The GPU path: CUDA kernels compiled through CuPy on first use.
 
 Nothing here touches a GPU, or imports CuPy, at import time. The kernels
-(``kernels/decode.cu``) share the rANS lane arithmetic and the word reorder
-with the CPU build (``rans_lane.h``, ``reorder_word.h``); the host side
-(:mod:`nncodecs.gpu.decode`) parses the frame with the CPU's parser and
-launches them through a backend: :class:`nncodecs.gpu.cupy_backend.CupyBackend`
-on a GPU, a SIMT emulator in the tests.
+(``kernels/decode.cu``, ``kernels/encode.cu``, ``kernels/common.cuh``) share
+the rANS lane arithmetic and the word reorder with the CPU build
+(``rans_lane.h``, ``reorder_word.h``).
 
-Status (issue 7, in progress): decoding (rANS chunks, fused with the plane
-merge and inverse reorder where the exponent plane is the only coded one,
-version 2 row offsets, the frame's CRC32C) is written and tested under the
-emulator; encoding and the codecs' CuPy dispatch are not there yet.
+- :mod:`nncodecs.gpu.decode`: frames decoded on the device, many in one
+  launch of each kernel (``decode_frames``).
+- :mod:`nncodecs.gpu.encode`: frames encoded on the device with the CPU's
+  bytes (``encode_frames``); the host takes every decision with the CPU
+  encoder's own functions.
+- :mod:`nncodecs.gpu.device`: which arrays live on a device (CuPy, torch
+  CUDA, registered backends) and the ``weights`` codecs' entry points for them.
+- :mod:`nncodecs.gpu.cupy_backend`: device arrays and launches through CuPy.
+
+Tested without a GPU under a SIMT emulator (tests/cuda/simt_host.h); not yet
+run on a GPU (docs/gpu.md).
 """
 
 from __future__ import annotations
