@@ -705,13 +705,18 @@ PYBIND11_MODULE(_core, m) {
         py::arg("row_length"), py::arg("row_offsets"), py::arg("modes"), py::arg("values"),
         py::arg("lengths"), "A frame's header and chunk index for chunks encoded elsewhere.");
   m.def(
-      "exponent_field",
-      [](const std::string& layout) {
+      "row_shift_field",
+      [](const std::string& layout, bool elements, std::uint64_t n,
+         std::uint64_t row_length) -> py::object {
         unsigned shift = 0, bits = 0;
-        nnc::exponent_field(parse_layout(layout, "exponent_field"), &shift, &bits);
+        if (!nnc::row_shift_field(parse_layout(layout, "row_shift_field"), elements, n,
+                                  row_length, &shift, &bits))
+          return py::none();
         return py::make_tuple(shift, bits);
       },
-      py::arg("layout"), "(lowest bit, width) of a layout's exponent field; width 0: none.");
+      py::arg("layout"), py::arg("elements"), py::arg("n"), py::arg("row_length"),
+      "Whether the encoder tries a row shift here: (lowest bit, width) of the exponent field "
+      "it shifts, or None.");
   m.def(
       "output_cache_clear", [] { output_cache().clear(); },
       "Free the blocks the output cache holds (outputs of frame_decode_new of 1 MiB or more "

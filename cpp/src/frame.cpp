@@ -401,8 +401,8 @@ std::vector<std::uint8_t> plan_row_shift(const EncodeParams& params, const std::
                                          std::uint64_t n) {
   std::vector<std::uint8_t> offsets;
   const std::uint64_t len = params.row_length;
-  const ExponentField f = exponent_field(params.layout);
-  if (!params.elements || f.bits == 0 || len < kMinRowLength || n < kRowShiftFrom)
+  ExponentField f;
+  if (!row_shift_field(params.layout, params.elements, n, len, &f.shift, &f.bits))
     return offsets;
   const std::uint64_t rows = (n + len - 1) / len;
   const std::uint64_t group = std::max<std::uint64_t>(1, kChunkSymbols / len);  // rows a group
@@ -427,10 +427,12 @@ std::vector<std::uint8_t> plan_row_shift(const EncodeParams& params, const std::
 
 }  // namespace
 
-void exponent_field(Layout layout, unsigned* shift, unsigned* bits) {
+bool row_shift_field(Layout layout, bool elements, std::uint64_t n, std::uint64_t row_length,
+                     unsigned* shift, unsigned* bits) {
   const ExponentField f = exponent_field(layout);
   *shift = f.shift;
   *bits = f.bits;
+  return elements && f.bits != 0 && row_length >= kMinRowLength && n >= kRowShiftFrom;
 }
 
 bool row_shift_pays(const std::uint32_t* plain, const std::uint32_t* shifted, std::size_t groups,

@@ -108,9 +108,12 @@ bool sample_is_raw(const std::uint32_t sample[256]);
 bool row_shift_pays(const std::uint32_t* plain, const std::uint32_t* shifted, std::size_t groups,
                     std::uint64_t n, std::uint64_t row_length);
 
-// The exponent field of a float layout's element before the reorder: its
-// lowest bit and width (at most 8; float64 its top 8 of 11). Width 0: none.
-void exponent_field(Layout layout, unsigned* shift, unsigned* bits);
+// Whether the encoder tries a row shift (version 2) on n elements of a float
+// layout in rows of row_length, and the exponent field it then shifts: its
+// lowest bit and width in the element before the reorder (at most 8;
+// float64 its top 8 of 11).
+bool row_shift_field(Layout layout, bool elements, std::uint64_t n, std::uint64_t row_length,
+                     unsigned* shift, unsigned* bits);
 
 // A frame's header and chunk index for chunks encoded elsewhere (the GPU
 // encoder's host): written into dst (resized to fit); returns the bytes the

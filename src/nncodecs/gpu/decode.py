@@ -132,7 +132,10 @@ class DecodePlan:
     lengths: np.ndarray  # symbols of each (plane, chunk), index order (uint64)
 
 
-RAW, CONSTANT_MODE, RANS_MODE = 0, 1, 2  # nnc::ChunkMode (3 Huffman, 4 zstd)
+#: nnc::ChunkMode, the modes of a frame's chunk index.
+MODE_RAW, MODE_CONSTANT, MODE_RANS, MODE_HUFFMAN, MODE_ZSTD = 0, 1, 2, 3, 4
+MODES = {"raw": MODE_RAW, "constant": MODE_CONSTANT, "rans": MODE_RANS,
+         "huffman": MODE_HUFFMAN, "zstd": MODE_ZSTD}  # fmt: skip
 
 
 def plan_decode(frame: np.ndarray, max_decoded: int, total_len: int = 0) -> DecodePlan | None:
@@ -160,7 +163,7 @@ def plan_decode(frame: np.ndarray, max_decoded: int, total_len: int = 0) -> Deco
     first = chunk << np.uint64(CHUNK_LOG2)
     at_planes = plane * np.uint64(n) + first
     sources = np.zeros(k * chunks, PLANE_SOURCE)
-    raw, const, coded = modes == RAW, modes == CONSTANT_MODE, modes == RANS_MODE
+    raw, const, coded = modes == MODE_RAW, modes == MODE_CONSTANT, modes == MODE_RANS
     sources["kind"] = np.select([raw, const, coded], [FROM_FRAME, CONSTANT, FROM_PLANES],
                                 FROM_EXTERNAL)  # fmt: skip
     sources["offset"] = np.where(raw, offsets, np.where(const, 0, at_planes))
@@ -183,7 +186,7 @@ def plan_decode(frame: np.ndarray, max_decoded: int, total_len: int = 0) -> Deco
         rans_plane=plane[r],
         rans_chunk=chunk[r],
         sources=sources,
-        external=bool((modes > RANS_MODE).any()),
+        external=bool((modes > MODE_RANS).any()),
         checksum=info["checksum"],
         lengths=np.minimum(np.uint64(1 << CHUNK_LOG2), np.uint64(n) - first),
     )
@@ -211,17 +214,20 @@ def _decode_whole(
     return np.asarray(out).reshape(-1).view(np.uint8)
 
 
-def device_plan(backend: Backend, device_frame: Any, max_decoded: int) -> DecodePlan:
+def device_plan(
+    backend: Backend, device_frame: Any, max_decoded: int, prefix: np.ndarray | None = None
+) -> DecodePlan:
     """The plan of a frame on the device, from a copy of its first bytes
-    (growing until its header and index are in; the whole frame at worst)."""
+    (``prefix`` when the caller has it; grown until the header and index are
+    in; the whole frame at worst)."""
     total = int(device_frame.size)
-    size = min(total, PREFIX_BYTES)
+    if prefix is None:
+        prefix = backend.to_host(device_frame[: min(total, PREFIX_BYTES)])
     while True:
-        prefix = backend.to_host(device_frame[:size])
-        plan = plan_decode(prefix, max_decoded, 0 if size == total else total)
+        plan = plan_decode(prefix, max_decoded, 0 if prefix.size == total else total)
         if plan is not None:
             return plan
-        size = min(total, size * 8)
+        prefix = backend.to_host(device_frame[: min(total, prefix.size * 8)])
 
 
 def decode_on(
@@ -282,14 +288,16 @@ def decode_frames(
     for i in range(count):
         if frames[i] is None and device_frames[i] is None:
             raise ValueError(f"decode_frames: frame {i} is neither on the host nor on the device")
-        head = frames[i][:4] if frames[i] is not None else backend.to_host(device_frames[i][:4])
-        if head.tobytes() == WHOLE_MAGIC:
+        on_device = frames[i] is None
+        prefix = (backend.to_host(device_frames[i][: min(int(device_frames[i].size), PREFIX_BYTES)])
+                  if on_device else frames[i])  # fmt: skip
+        if prefix[:4].tobytes() == WHOLE_MAGIC:
             k = planes[i] if planes else None
             hosted[i] = _decode_whole(backend, frames[i], device_frames[i], max_decoded[i],
                                       layouts[i], elements, k)  # fmt: skip
             plans.append(None)
             continue
-        plan = (device_plan(backend, device_frames[i], max_decoded[i]) if frames[i] is None
+        plan = (device_plan(backend, device_frames[i], max_decoded[i], prefix) if on_device
                 else plan_decode(frames[i], max_decoded[i]))  # fmt: skip
         assert plan is not None
         plans.append(plan)
@@ -361,6 +369,8 @@ def decode_frames(
     dev_external = backend.to_device(np.concatenate(external_parts)) if external_parts else (
         backend.empty(1))  # fmt: skip
 
+    # Every launch first; the statuses are read once (one wait for the device).
+    checks = []
     for fused_kind, kernel in ((False, "rans_decode_chunks"), (True, "rans_decode_merge")):
         picked = [(recs[f == fused_kind], i, plan, np.flatnonzero(f == fused_kind))
                   for recs, f, i, plan in records]  # fmt: skip
@@ -371,19 +381,7 @@ def decode_frames(
         args = (dev_descs, backend.to_device(table.view(np.uint8)), dev_frames, dev_rows, status)
         args += (dev_planes,) if not fused_kind else (dev_external, dev_sources, out)
         backend.launch(kernel, table.size, RANS_BLOCK, args)
-        codes_ = backend.to_host(status)
-        bad = np.flatnonzero(codes_)
-        if bad.size:
-            at = int(bad[0])
-            for _, frame_index, plan, where in picked:  # the frame and chunk of record `at`
-                if at < where.size:
-                    i = frame_index
-                    plane, index = int(plan.rans_plane[where[at]]), int(plan.rans_chunk[where[at]])
-                    break
-                at -= where.size
-            code = int(codes_[bad[0]])
-            why = STATUS_MESSAGES.get(code, f"status {code}")
-            raise CorruptDataError(f"{name(i)}plane {plane} chunk {index}: {why}")
+        checks.append((status, picked))
     merge_table = np.concatenate(merge)
     if merge_table.size:
         backend.launch(
@@ -399,6 +397,8 @@ def decode_frames(
             (dev_descs, backend.to_device(crc_table.view(np.uint8)), dev_frames, dev_planes,
              dev_external, dev_sources, dev_rows, out, crcs),
         )  # fmt: skip
+    _raise_for_status(backend, checks, name)
+    if crc:
         values = backend.to_host(crcs).view("<u4")
         at = 0
         for i in live:
@@ -413,6 +413,23 @@ def decode_frames(
                     f"gives {got:08x}"
                 )
     return outputs
+
+
+def _raise_for_status(backend: Backend, checks: list[Any], name: Any) -> None:
+    """CorruptDataError for the first rANS chunk a kernel reported, naming its
+    frame (when several), plane and chunk."""
+    for status, picked in checks:
+        codes = backend.to_host(status)
+        bad = np.flatnonzero(codes)
+        if not bad.size:
+            continue
+        why = STATUS_MESSAGES.get(int(codes[bad[0]]), f"status {int(codes[bad[0]])}")
+        at = int(bad[0])
+        for _, frame, plan, where in picked:  # the frame and chunk of record `at`
+            if at < where.size:
+                plane, index = int(plan.rans_plane[where[at]]), int(plan.rans_chunk[where[at]])
+                raise CorruptDataError(f"{name(frame)}plane {plane} chunk {index}: {why}")
+            at -= where.size
 
 
 def join_crcs(crcs: np.ndarray, lengths: Any) -> int:

@@ -40,11 +40,16 @@ from nncodecs.gpu.decode import (
     CRC_TASK,
     FRAME_DESC,
     FROM_PLANES,
+    MODES,
     PLANE_SOURCE,
     RANS_BLOCK,
     Backend,
     join_crcs,
 )
+from nncodecs.gpu.decode import MODE_CONSTANT as CONSTANT
+from nncodecs.gpu.decode import MODE_RANS as RANS
+from nncodecs.gpu.decode import MODE_RAW as RAW
+from nncodecs.gpu.decode import MODE_ZSTD as ZSTD
 
 __all__ = ["encode_frames", "encode_on"]
 
@@ -71,8 +76,6 @@ FRAME_PIECE = np.dtype(
     ]
 )
 PIECE_FROM_PLANES, PIECE_FROM_HOST, PIECE_RANS = 0, 1, 2
-RAW, CONSTANT, RANS, HUFFMAN, ZSTD = 0, 1, 2, 3, 4
-MODES = {"raw": RAW, "constant": CONSTANT, "rans": RANS, "huffman": HUFFMAN, "zstd": ZSTD}
 #: plan_chunks' kinds: final below 16; 16 + 1 (try rANS) + 2 (try Huffman).
 CODE_RANS_ONLY = 17
 STATS_BLOCK = 256
@@ -94,7 +97,6 @@ ENCODE_DESC = np.dtype(
     ]
 )
 ENCODE_TASK = np.dtype([("desc", "<u4"), ("plane", "<u4"), ("index", "<u4"), ("pad", "<u4")])
-MIN_ROW_LENGTH, ROW_SHIFT_FROM = 128, 1 << 16
 
 
 def _u32(backend: Backend, arr: Any) -> np.ndarray:
@@ -314,10 +316,11 @@ class _Batch:
         tried, tasks, rows_at = [], [], [0]
         descs = self.descs.copy()
         for t in range(self.count):
-            shift, bits = _core.exponent_field(self.layouts[t])
             length, n = self.row_lengths[t], self.n[t]
-            if bits == 0 or length < MIN_ROW_LENGTH or n < ROW_SHIFT_FROM or not self.elements:
+            field = _core.row_shift_field(self.layouts[t], self.elements, n, length)
+            if field is None:  # the CPU encoder's own rule
                 continue
+            shift, bits = field
             rows = -(-n // length)
             groups = -(-rows // max(1, (1 << CHUNK_LOG2) // length))
             descs["rows"][t], descs["row_length"][t] = rows_at[-1], length
