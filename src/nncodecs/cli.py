@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,38 +31,37 @@ def human(n: float) -> str:
 
 
 class ProgressBar:
-    """A one-line bar with rate and ETA on stderr, only when stderr is a terminal."""
+    """A progress bar (tqdm) on stderr, only when stderr is a terminal; ends at 100%."""
 
     def __init__(self, label: str, quiet: bool) -> None:
         self.label = label
         self.on = not quiet and sys.stderr.isatty()
-        self.start = time.monotonic()
-        self.last = 0.0
+        self.bar: Any = None
 
     def __call__(self, done: int, total: int) -> None:
-        now = time.monotonic()
-        if not self.on or (now - self.last < 0.1 and done < total):
+        if not self.on:
             return
-        self.last = now
-        frac = done / total if total else 1.0
-        rate = done / max(now - self.start, 1e-9)
-        eta = (total - done) / rate if rate > 0 else 0.0
-        bar = "#" * int(frac * 30)
-        sys.stderr.write(
-            f"\r{self.label} [{bar:<30}] {frac * 100:5.1f}% {human(done)}/{human(total)} "
-            f"{human(rate)}/s ETA {eta:4.0f}s"
-        )
-        if done >= total:
-            sys.stderr.write("\n")
-            self.last = 0.0  # the line is ended
-        sys.stderr.flush()
+        if self.bar is None:
+            import shutil
+
+            from tqdm import tqdm
+
+            # a terminal that reports no size (a bare pty) gets 80 x 24: tqdm would print
+            # nothing on a terminal of 0 rows
+            size = shutil.get_terminal_size((80, 24))
+            self.bar = tqdm(total=total, desc=self.label, unit="B", unit_scale=True,
+                            unit_divisor=1024, file=sys.stderr, ncols=size.columns,
+                            nrows=max(size.lines, 2))  # fmt: skip
+        # (done, total) may be a final (1, 1): the bar shows the same fraction
+        done = done * self.bar.total // total if total and total != self.bar.total else done
+        self.bar.update(max(0, min(done, self.bar.total) - self.bar.n))
 
     def finish(self) -> None:
-        """End the bar's line (the last update may fall short of the total)."""
-        if self.on and self.last:
-            sys.stderr.write("\n")
-            sys.stderr.flush()
-            self.last = 0.0
+        """Fill the bar (the last update may fall short of the total) and end its line."""
+        if self.bar is not None:
+            self.bar.update(self.bar.total - self.bar.n)
+            self.bar.close()
+            self.bar = None
 
 
 def _default_output(path: Path) -> Path:
@@ -74,9 +72,9 @@ def cmd_compress(args: argparse.Namespace) -> int:
     from nncodecs.formats import compress
 
     src = Path(args.input)
-    if getattr(args, "dask", None) is not None:  # (convert reaches here without --dask)
+    if args.dask is not None:
         return _compress_dask(args, src)
-    out = Path(args.output) if args.output else _default_output(src)
+    out = args.output or str(_default_output(src))
     bar = ProgressBar("compress", args.quiet)
     fmt = compress(
         src,
@@ -85,16 +83,24 @@ def cmd_compress(args: argparse.Namespace) -> int:
         threads=args.threads,
         chunk_bytes=args.chunk_bytes,
         progress=bar,
+        force=args.force,
     )
     bar.finish()
     if not args.quiet:
-        original = _size(src)
-        stored = _size(out)
-        print(
-            f"{src} ({fmt}, {human(original)}) -> {out} ({human(stored)}, "
-            f"ratio {stored / original:.4f})"
-        )
+        _report(src, fmt, out)
     return 0
+
+
+def _report(src: Path, fmt: str, out: str) -> None:
+    original = _size(src)
+    if "://" in out:
+        print(f"{src} ({fmt}, {human(original)}) -> {out}")
+        return
+    stored = _size(Path(out))
+    print(
+        f"{src} ({fmt}, {human(original)}) -> {out} ({human(stored)}, "
+        f"ratio {stored / max(original, 1):.4f})"
+    )
 
 
 def _compress_dask(args: argparse.Namespace, src: Path) -> int:
@@ -107,7 +113,11 @@ def _compress_dask(args: argparse.Namespace, src: Path) -> int:
     if args.chunk_bytes:
         kwargs["chunk_bytes"] = args.chunk_bytes
     scheduler = None if args.dask == "threads" else args.dask
-    result = archive(src, args.output, scheduler=scheduler, **kwargs)
+    if "://" not in args.output:
+        from nncodecs.outputs import check_output
+
+        check_output(Path(args.output), args.force, inputs=(src,))
+    result = archive(src, args.output, scheduler=scheduler, overwrite=args.force, **kwargs)
     if not args.quiet:
         print(f"{src} -> {args.output}: {result.tensors} tensors, {human(result.nbytes)} in "
               f"{result.tasks} tasks")  # fmt: skip
@@ -118,20 +128,21 @@ def cmd_decompress(args: argparse.Namespace) -> int:
     from nncodecs.formats import decompress
 
     src = Path(args.input)
-    if args.output:
-        out = Path(args.output)
-    elif src.name.endswith(".zarr.zip"):
-        out = src.with_name(src.name[: -len(".zarr.zip")])
-    elif src.name.endswith(".zarr"):
-        out = src.with_name(src.name[: -len(".zarr")])
-    else:
-        raise ValueError(f"{src}: name an output with -o")
+    out = Path(args.output) if args.output else _restored_name(src)
     bar = ProgressBar("decompress", args.quiet)
-    fmt = decompress(src, out, fmt=args.format, progress=bar)
+    fmt = decompress(src, out, fmt=args.format, progress=bar, force=args.force)
     bar.finish()
     if not args.quiet:
         print(f"{src} -> {out} ({fmt}, {human(_size(out))})")
     return 0
+
+
+def _restored_name(src: Path) -> Path:
+    from nncodecs import Reader
+    from nncodecs.formats.convert import restored_name
+
+    with Reader(src) as r:
+        return restored_name(src, r.metadata)
 
 
 def cmd_info(args: argparse.Namespace) -> int:
@@ -139,36 +150,66 @@ def cmd_info(args: argparse.Namespace) -> int:
 
     src = Path(args.input)
     fmt = detect_format(src)
-    rows = _container_rows(src) if fmt == "container" else _file_rows(src, fmt)
+    source_count = None
+    if fmt == "container":
+        rows, source_count = _container_rows(src)
+    else:
+        rows = _file_rows(src, fmt)
     total_n = sum(r["nbytes"] for r in rows)
     total_s = sum(r["stored_bytes"] for r in rows)
     if args.json:
-        print(
-            json.dumps({"format": fmt, "tensors": rows, "nbytes": total_n, "stored_bytes": total_s})
-        )
+        doc = {"format": fmt, "tensors": rows, "nbytes": total_n, "stored_bytes": total_s}
+        if fmt == "container":
+            doc["source_tensors"] = source_count
+        print(json.dumps(doc))
         return 0
-    width = max([len(r["name"]) for r in rows] + [6])
-    print(f"{'tensor':<{width}}  {'dtype':<14}{'shape':<20}{'stored':>11}{'ratio':>8}  codec")
-    for r in rows:
-        ratio = r["stored_bytes"] / r["nbytes"] if r["nbytes"] else 1.0
-        shape = "x".join(map(str, r["shape"])) or "()"
-        print(
-            f"{r['name']:<{width}}  {r['dtype']:<14}{shape:<20}{human(r['stored_bytes']):>11}"
-            f"{ratio:>8.4f}  {r['codec']}"
+    table = [
+        (
+            r["name"],
+            r["dtype"],
+            "x".join(map(str, r["shape"])) or "()",
+            human(r["stored_bytes"]),
+            f"{r['stored_bytes'] / r['nbytes'] if r['nbytes'] else 1.0:.4f}",
+            r["codec"],
         )
+        for r in rows
+    ]
+    head = ("tensor", "dtype", "shape", "stored", "ratio", "codec")
+    widths = [max([len(head[i])] + [len(t[i]) for t in table]) for i in range(len(head))]
+    right = (False, False, False, True, True, False)
+
+    def line(cells: tuple[str, ...]) -> str:
+        return "  ".join(
+            c.rjust(w) if r else c.ljust(w) for c, w, r in zip(cells, widths, right, strict=True)
+        ).rstrip()
+
+    print(line(head))
+    for t in table:
+        print(line(t))
     ratio = total_s / total_n if total_n else 1.0
     print(
         f"{len(rows)} tensors ({fmt}): {human(total_n)} -> {human(total_s)} stored, "
-        f"ratio {ratio:.4f}"
+        f"ratio {ratio:.4f}{_of_source(source_count)}"
     )
     return 0
 
 
-def _container_rows(src: Path) -> list[dict[str, Any]]:
+def _of_source(count: int | None) -> str:
+    return "" if count is None else f"; the source had {count} tensors"
+
+
+def _source_count(metadata: dict[str, str]) -> int | None:
+    try:
+        return int(metadata["source.tensors"])
+    except (KeyError, ValueError):
+        return None
+
+
+def _container_rows(src: Path) -> tuple[list[dict[str, Any]], int | None]:
     from nncodecs import Reader
 
     with Reader(src) as r:
-        return [
+        rows = [
             {
                 "name": i.name,
                 "dtype": i.dtype,
@@ -180,6 +221,7 @@ def _container_rows(src: Path) -> list[dict[str, Any]]:
             }
             for i in (r.info(n) for n in r)
         ]
+        return rows, _source_count(r.metadata)
 
 
 def _file_rows(src: Path, fmt: str) -> list[dict[str, Any]]:
@@ -204,38 +246,50 @@ def _file_rows(src: Path, fmt: str) -> list[dict[str, Any]]:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     from nncodecs import Reader
+    from nncodecs.errors import CorruptDataError
 
     with Reader(args.input) as r:
         r.verify()
+        count = _source_count(r.metadata)
+        if count is not None and count != len(r):
+            raise CorruptDataError(
+                f"{args.input}: {len(r)} tensors, but the source had {count}: some are missing"
+            )
         if not args.quiet:
-            print(f"{args.input}: {len(r)} tensors, every checksum holds")
+            print(f"{args.input}: {len(r)} tensors, every checksum holds{_of_source(count)}")
     return 0
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-    from nncodecs import merge
+    from nncodecs.formats.convert import merge_containers
 
-    merge([Path(p) for p in args.inputs], Path(args.output), codec=args.codec)
+    merge_containers(args.inputs, args.output, codec=args.codec, force=args.force)
     if not args.quiet:
         print(f"{len(args.inputs)} containers -> {args.output}")
     return 0
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
-    from nncodecs.formats import detect_format
+    """By what the input is and what -o's suffix names: a container is restored to a model
+    file, a model file becomes a container or another model file."""
+    from nncodecs.formats import WRITE_FORMATS, compress, convert_file, decompress, detect_format
+    from nncodecs.formats.convert import merge_containers
 
-    if detect_format(args.input) == "container":
-        args.format = args.format or _format_of(args.output)
-        return cmd_decompress(args)
-    args.chunk_bytes = None
-    args.threads = None
-    return cmd_compress(args)
-
-
-def _format_of(path: str | None) -> str | None:
-    if path and path.endswith(".npz"):
-        return "npz"
-    return "safetensors" if path else None
+    src, out = Path(args.input), args.output
+    to_file = args.format is not None or Path(out).suffix in WRITE_FORMATS
+    if detect_format(src) == "container":
+        if not to_file:
+            merge_containers([src], out, codec=args.codec, force=args.force)
+            fmt = "container"
+        else:
+            fmt = decompress(src, out, fmt=args.format, force=args.force)
+    elif to_file:
+        fmt = convert_file(src, out, fmt=args.format, force=args.force)
+    else:
+        fmt = compress(src, out, codec=args.codec, force=args.force)
+    if not args.quiet:
+        print(f"{src} -> {out} ({fmt})")
+    return 0
 
 
 def _size(path: Path) -> int:
@@ -244,13 +298,44 @@ def _size(path: Path) -> int:
     return path.stat().st_size
 
 
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("nncodecs")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+CODECS = ["auto", "rans", "huffman", "zstd", "raw"]
+CODEC_HELP = "codec of every tensor: auto (the fused weights codec, default), rans, huffman, " \
+    "zstd or raw"  # fmt: skip
+FORCE_HELP = "replace an existing output (a directory only if it is an nncodecs container)"
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from nncodecs.formats.convert import READ_FORMATS, WRITE_FORMATS
+
+    reads = ", ".join(READ_FORMATS)
+    writes = ", ".join(WRITE_FORMATS.values())
     parser = argparse.ArgumentParser(
         prog="nncodecs",
-        description="Lossless compression of neural-network weights into Zarr containers.",
+        description="Lossless compression of neural-network weights into Zarr containers. "
+        f"Reads {reads}; restores {writes}.",
         epilog="examples:\n" + "\n".join(f"  {e}" for e in EXAMPLES.values()),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"nncodecs {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     def command(name: str, help_: str, fn: Callable[[argparse.Namespace], int]) -> Any:
@@ -267,14 +352,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command(
         "compress",
-        "compress a model file (safetensors, GGUF, npz, torch) or a directory of shards",
+        f"compress a model file ({reads}) or a directory of safetensors shards",
         cmd_compress,
     )
-    p.add_argument("input")
-    p.add_argument("-o", "--output", help="the container (default: INPUT.zarr.zip)")
-    p.add_argument("--codec", default="auto", choices=["auto", "rans", "huffman", "zstd", "raw"])
-    p.add_argument("--threads", type=int, default=None, help="threads (default: every core)")
-    p.add_argument("--chunk-bytes", type=int, default=None, help="chunk size along the first axis")
+    p.add_argument("input", help="the model file, or a directory of shards")
+    p.add_argument("-o", "--output", help="the container: NAME.zarr.zip (one file), NAME.zarr "
+                   "(a directory) or a URL (default: INPUT.zarr.zip)")  # fmt: skip
+    p.add_argument("--codec", default="auto", choices=CODECS, help=CODEC_HELP)
+    p.add_argument("--threads", type=_positive, default=None, help="threads (default: every core)")
+    p.add_argument(
+        "--chunk-bytes", type=_positive, default=None,
+        help="chunk size in bytes along a tensor's first axis (the random-access unit)",
+    )  # fmt: skip
+    p.add_argument("-f", "--force", action="store_true", help=FORCE_HELP)
     p.add_argument(
         "--dask", nargs="?", const="threads", default=None, metavar="ADDRESS",
         help="encode and write slabs of shards as dask tasks: on threads, or on the "
@@ -282,36 +372,49 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
 
     p = command(
-        "decompress", "restore the original file (byte-identical for safetensors)", cmd_decompress
+        "decompress",
+        f"restore the original file ({writes}; safetensors and GGUF byte-identical)",
+        cmd_decompress,
     )
-    p.add_argument("input")
-    p.add_argument("-o", "--output", help="where to (default: INPUT without .zarr.zip)")
-    p.add_argument("--format", choices=["safetensors", "npz", "gguf"], default=None)
+    p.add_argument("input", help="the container")
+    p.add_argument("-o", "--output", help="where to (default: INPUT without .zarr.zip, with the "
+                   "suffix of the format it is restored to)")  # fmt: skip
+    p.add_argument(
+        "--format", choices=list(WRITE_FORMATS.values()), default=None,
+        help="the format to write (default: -o's suffix, else the source's)",
+    )  # fmt: skip
+    p.add_argument("-f", "--force", action="store_true", help=FORCE_HELP)
 
     p = command("info", "list the tensors of a container or a model file", cmd_info)
-    p.add_argument("input")
+    p.add_argument("input", help="a container or a model file")
     p.add_argument("--json", action="store_true", help="print JSON")
 
     p = command("verify", "decode everything and check every checksum", cmd_verify)
-    p.add_argument("input")
+    p.add_argument("input", help="the container")
 
     p = command("merge", "merge containers into one", cmd_merge)
-    p.add_argument("inputs", nargs="+")
-    p.add_argument("-o", "--output", required=True)
-    p.add_argument("--codec", default="auto", choices=["auto", "rans", "huffman", "zstd", "raw"])
+    p.add_argument("inputs", nargs="+", help="the containers (tensor names must not repeat)")
+    p.add_argument("-o", "--output", required=True, help="the new container")
+    p.add_argument("--codec", default="auto", choices=CODECS, help=CODEC_HELP)
+    p.add_argument("-f", "--force", action="store_true", help=FORCE_HELP)
 
     p = command(
-        "convert", "compress a model file, or restore a container (by -o's suffix)", cmd_convert
+        "convert",
+        "a model file to a container or another model file, a container to a model file "
+        "(-o's suffix decides: .safetensors, .npz, .gguf, else a container)",
+        cmd_convert,
     )
-    p.add_argument("input")
-    p.add_argument("-o", "--output", required=True)
-    p.add_argument("--codec", default="auto", choices=["auto", "rans", "huffman", "zstd", "raw"])
-    p.add_argument("--format", choices=["safetensors", "npz"], default=None)
+    p.add_argument("input", help="a model file or a container")
+    p.add_argument("-o", "--output", required=True, help="the output; its suffix picks the format")
+    p.add_argument("--codec", default="auto", choices=CODECS, help=CODEC_HELP + " (containers)")
+    p.add_argument("--format", choices=list(WRITE_FORMATS.values()), default=None,
+                   help="the model format to write, whatever -o's suffix")  # fmt: skip
+    p.add_argument("-f", "--force", action="store_true", help=FORCE_HELP)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the command; errors are one line on stderr and a non-zero exit code."""
+    """Run the command; errors are one line on stderr: exit 1, or 2 for a usage error."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -323,5 +426,16 @@ def main(argv: list[str] | None = None) -> int:
         from nncodecs.errors import CorruptDataError
 
         kind = "corrupt data" if isinstance(exc, CorruptDataError) else "error"
-        print(f"nncodecs: {kind}: {exc}", file=sys.stderr)
+        text = " ".join(str(exc).split()) or type(exc).__name__
+        print(f"nncodecs: {kind}: {text}", file=sys.stderr)
+        _quiet_exit()
         return 1
+
+
+def _quiet_exit() -> None:
+    """After an error, Zarr's event loop may still hold tasks of the failed call; at exit
+    asyncio would print "Task was destroyed but it is pending!" for each. The error line
+    is what the user needs: silence asyncio's logger for the rest of the process."""
+    import logging
+
+    logging.getLogger("asyncio").setLevel(logging.CRITICAL + 1)

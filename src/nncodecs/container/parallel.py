@@ -23,6 +23,7 @@ import functools
 import json
 import math
 import os
+import shutil
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ from nncodecs.container import layout
 from nncodecs.container._store import open_store
 from nncodecs.container.names import escape
 from nncodecs.dtypes import as_numpy, dtype_name
+from nncodecs.outputs import check_output, is_url, publish, remove_stale, temp_path
 
 __all__ = ["ArchiveResult", "archive"]
 
@@ -111,14 +113,19 @@ def _plan_model(name: str, source: Any, target: str) -> _Model:
             dtype_name(arr.dtype)  # TypeError for an unsupported dtype
             tensors.append(_Tensor(str(tname), arr.dtype, tuple(arr.shape), ArrayRows(arr)))
         return _Model(name, target, tensors, {})
-    from nncodecs.formats.convert import _safetensors_files, detect_format, iter_source
+    from nncodecs.formats.convert import (
+        _safetensors_files,
+        detect_format,
+        iter_source,
+        source_metadata,
+    )
     from nncodecs.formats.safetensors import SafetensorsFile
 
     path = Path(source)
     fmt = detect_format(path)
     if fmt == "container":
         raise ValueError(f"{path}: already a container")
-    meta = {"source.format": "safetensors" if fmt.startswith("safetensors") else fmt}
+    meta = source_metadata(path, fmt)  # so that decompress restores it like compress's
     tensors = []
     if fmt.startswith("safetensors"):
         for file in _safetensors_files(path)[0]:
@@ -130,6 +137,7 @@ def _plan_model(name: str, source: Any, target: str) -> _Model:
         for tname, value in iter_source(path, fmt):
             arr = np.asarray(as_numpy(value), order="C")
             tensors.append(_Tensor(tname, arr.dtype, tuple(arr.shape), ArrayRows(arr)))
+    meta["source.tensors"] = str(len(tensors))
     return _Model(name, target, tensors, meta)
 
 
@@ -251,6 +259,7 @@ def archive(
     chunk_bytes: int = layout.CHUNK_BYTES,
     storage_options: dict[str, Any] | None = None,
     progress: bool = True,
+    overwrite: bool = False,
 ) -> ArchiveResult:
     """Compress models into containers with dask: every slab of whole shards a task.
 
@@ -275,11 +284,40 @@ def archive(
         ``key``, ``secret``). The tasks carry them to the workers.
     progress
         Show dask's progress bar while the tasks run.
+    overwrite
+        Replace an existing local container (only a container: any other
+        existing file or non-empty directory is refused). A local container
+        is written under a temporary name and renamed into place when every
+        task has finished; a URL target is written in place.
     """
-    from zarr.core.sync import sync
-
     layout.codec_settings(codec)  # validates the name
     models = _plan(sources, target)
+    finals: list[tuple[Path, Path]] = []  # (temporary, named) of local containers
+    for m in models:
+        if not is_url(m.target):
+            named = Path(m.target.removeprefix("file://"))
+            check_output(named, overwrite)
+            named.parent.mkdir(parents=True, exist_ok=True)
+            remove_stale(named)
+            finals.append((temp_path(named), named))
+            m.target = str(finals[-1][0])
+    try:
+        result = _archive(models, storage_options, codec, chunk_bytes, scheduler, progress)
+        for temp, named in finals:
+            publish(temp, named, overwrite)
+    except BaseException:
+        for temp, _ in finals:
+            shutil.rmtree(temp, ignore_errors=True)
+        raise
+    named_of = {str(temp): str(named) for temp, named in finals}
+    targets = {name: named_of.get(t, t) for name, t in result.targets.items()}
+    return ArchiveResult(targets, result.tensors, result.nbytes, result.tasks)
+
+
+def _archive(models: list[_Model], storage_options: dict[str, Any] | None, codec: str,
+             chunk_bytes: int, scheduler: Any, progress: bool) -> ArchiveResult:  # fmt: skip
+    from zarr.core.sync import sync
+
     made = sync(_create(models, storage_options, codec, int(chunk_bytes)))
     options = json.dumps(storage_options or {}, sort_keys=True)
     client = _client(scheduler)

@@ -395,12 +395,24 @@ def _locate(store: Any, key: str) -> tuple[str, int, int] | None:
     return None
 
 
-def merge(sources: list[Any], target: Any, codec: str = "auto") -> None:
-    """Write the tensors of several containers into one (names must not repeat)."""
-    with Writer(target, mode="w", codec=codec) as w:
+def merge(
+    sources: list[Any],
+    target: Any,
+    codec: str = "auto",
+    metadata: dict[str, str] | None = None,
+    overwrite: bool = False,
+) -> None:
+    """Write the tensors of several containers into one (names must not repeat).
+
+    ``metadata``: the merged container's metadata; by default the sources'
+    metadata, which must then agree key by key.
+    """
+    with Writer(target, mode="w", codec=codec, overwrite=overwrite) as w:
+        if metadata is not None:
+            w.metadata.update(metadata)
         for source in sources:
             with Reader(source) as r:
-                for key, value in r.metadata.items():
+                for key, value in r.metadata.items() if metadata is None else ():
                     if w.metadata.get(key, value) != value:
                         raise ValueError(f"metadata {key!r} differs between the containers")
                     w.metadata[key] = value

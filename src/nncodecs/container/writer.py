@@ -89,7 +89,12 @@ class Writer:
         chunk_bytes: int = layout.CHUNK_BYTES,
         threads: int | None = None,
         storage_options: dict[str, Any] | None = None,
+        overwrite: bool = False,
     ) -> None:
+        if mode == "w" and isinstance(target, str | os.PathLike) and "://" not in str(target):
+            from nncodecs.outputs import check_output
+
+            check_output(Path(str(target)), overwrite)
         if threads is not None:
             set_threads(threads)
         if mode not in ("w", "a"):

@@ -8,7 +8,9 @@ shard index) travels in the container's metadata under ``source.*``.
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import json
+import os
 import sys
 import zipfile
 from collections.abc import Callable, Iterator
@@ -18,15 +20,33 @@ from typing import Any
 import numpy as np
 
 from nncodecs.container import Reader, Writer
-from nncodecs.dtypes import normalize_dtype
+from nncodecs.dtypes import dtype_name, normalize_dtype
 from nncodecs.errors import CorruptDataError
 from nncodecs.formats.safetensors import SafetensorsFile, safetensors_header, write_safetensors
+from nncodecs.outputs import atomic_output, check_output, is_url
 
-__all__ = ["compress", "decompress", "detect_format", "iter_source"]
+__all__ = [
+    "READ_FORMATS",
+    "WRITE_FORMATS",
+    "compress",
+    "convert_file",
+    "decompress",
+    "detect_format",
+    "iter_source",
+    "merge_containers",
+    "restored_name",
+]
 
 Progress = Callable[[int, int], None]  # (bytes done, bytes in all)
 
 INDEX = "model.safetensors.index.json"
+
+#: What nncodecs reads (compress, info, convert): the one list that help, errors and docs show.
+READ_FORMATS = ("safetensors", "GGUF", "npz", "torch", "ONNX", "ztensor")
+#: What a container is restored to (decompress, convert): the output suffix picks one.
+WRITE_FORMATS = {".safetensors": "safetensors", ".npz": "npz", ".gguf": "gguf"}
+#: Formats restored byte-identical from a container made from them.
+EXACT_FORMATS = ("safetensors", "gguf")
 
 
 def detect_format(path: str | Path) -> str:
@@ -55,8 +75,11 @@ def detect_format(path: str | Path) -> str:
     if head[:3] == b"\x89ZT":
         return "ztensor"
     if head[:4] == b"PK\x03\x04":
-        with zipfile.ZipFile(path) as z:
-            names = z.namelist()
+        try:
+            with zipfile.ZipFile(path) as z:
+                names = z.namelist()
+        except (zipfile.BadZipFile, OSError) as exc:
+            raise CorruptDataError(f"{path}: a damaged zip file ({exc})") from None
         if "zarr.json" in names:
             return "container"
         if any(n.endswith("data.pkl") for n in names):
@@ -70,7 +93,37 @@ def detect_format(path: str | Path) -> str:
         return "torch"
     if path.suffix == ".onnx":  # protobuf has no magic: the suffix decides
         return "onnx"
-    raise ValueError(f"{path}: not a format nncodecs reads (safetensors, npz, torch, container)")
+    raise ValueError(
+        f"{path}: not a format nncodecs reads ({', '.join(READ_FORMATS)}, or a container)"
+    )
+
+
+def plain_name(name: Any, what: str) -> str:
+    """A file name taken from a file (a shard index, a container's records): one path
+    component, relative, no ``..``; anything else is :class:`CorruptDataError`."""
+    if (
+        not isinstance(name, str)
+        or name in ("", ".", "..")
+        or "/" in name
+        or "\\" in name
+        or "\0" in name
+        or Path(name).is_absolute()
+    ):
+        raise CorruptDataError(f"{what}: {name!r} is not a plain file name")
+    return name
+
+
+def inside(path: Path, root: Path) -> Path:
+    """``path`` (under the input directory ``root``), refused when it is a link that leads
+    outside ``root``, except into the ``blobs/`` of the same Hugging Face cache repository
+    (``.../models--org--name/snapshots/REV/file -> ../../blobs/SHA``)."""
+    real, real_root = path.resolve(), root.resolve()
+    allowed = [real_root]
+    if real_root.parent.name == "snapshots":
+        allowed.append(real_root.parent.parent / "blobs")
+    if not any(real == a or a in real.parents for a in allowed):
+        raise ValueError(f"{path}: a link to {real}, outside the input directory {root}: refused")
+    return path
 
 
 def _safetensors_files(path: Path) -> tuple[list[Path], str | None]:
@@ -79,12 +132,21 @@ def _safetensors_files(path: Path) -> tuple[list[Path], str | None]:
     elif path.name.endswith(".index.json"):
         index, path = path, path.parent
     else:
-        return [path], None
+        return [path], None  # the file the user named
     if index.is_file():
         text = index.read_text()
-        files = sorted(set(json.loads(text)["weight_map"].values()))
-        return [path / f for f in files], text
-    return sorted(path.glob("*.safetensors")), None
+        try:
+            weight_map = json.loads(text)["weight_map"]
+            names = set(weight_map.values())
+        except (ValueError, KeyError, TypeError, AttributeError):
+            raise CorruptDataError(f"{index}: not a safetensors index (no weight_map)") from None
+        files = sorted(plain_name(f, str(index)) for f in names)
+        for f in files:
+            if not (path / f).is_file():
+                raise FileNotFoundError(f"{path / f}: a shard named in {index} is missing")
+        return [inside(path / f, path) for f in files], text
+    files = sorted(f for f in path.glob("*.safetensors") if f.is_file())
+    return [inside(f, path) for f in files], None
 
 
 def iter_source(path: str | Path, fmt: str | None = None) -> Iterator[tuple[str, Any]]:
@@ -104,7 +166,7 @@ def iter_source(path: str | Path, fmt: str | None = None) -> Iterator[tuple[str,
         for name, arr, _ in _gguf_tensors(path):
             yield name, arr
     elif fmt == "onnx":
-        yield from _onnx_initializers(path)
+        yield from _onnx_tensors(path)
     elif fmt == "ztensor":
         yield from _ztensor_tensors(path)
     elif fmt == "container":
@@ -142,21 +204,93 @@ def _gguf_tensors(path: Path) -> Iterator[tuple[str, np.ndarray, tuple[int, int,
         yield t.name, arr, (start, size, kind)
 
 
-def _onnx_initializers(path: Path) -> Iterator[tuple[str, np.ndarray]]:
-    """The initializers (weights) of an ONNX model, through the optional ``onnx`` package."""
+def _onnx_tensors(path: Path) -> Iterator[tuple[str, np.ndarray]]:
+    """Every tensor of an ONNX model: initializers and ``Constant`` nodes' values, in the
+    main graph and in every subgraph (``If`` / ``Loop`` bodies). A tensor nncodecs cannot
+    keep (strings, sparse values, an unsupported dtype) refuses the whole model, by name.
+
+    External data files are read only where they lie inside the model's directory.
+    """
     try:
         import onnx
-        from onnx import numpy_helper
+        from onnx import external_data_helper, numpy_helper
     except ImportError:
         raise ValueError(
             f"{path}: reading ONNX needs the onnx package (pip install onnx)"
         ) from None
     try:
-        model = onnx.load(str(path), load_external_data=True)
+        model = onnx.load(str(path), load_external_data=False)
     except Exception as exc:  # protobuf's errors for a file that is not ONNX
         raise CorruptDataError(f"{path}: not a readable ONNX model ({exc})") from None
-    for init in model.graph.initializer:
-        yield init.name, numpy_helper.to_array(init)
+    base = path.parent
+    for tensor in external_data_helper._get_all_tensors(model):
+        if external_data_helper.uses_external_data(tensor):
+            info = {e.key: e.value for e in tensor.external_data}
+            location = info.get("location", "")
+            parts = Path(location).parts
+            if not location or Path(location).is_absolute() or ".." in parts:
+                raise CorruptDataError(
+                    f"{path}: tensor {tensor.name!r} has external data at {location!r}, "
+                    "outside the model's directory"
+                )
+            inside(base / location, base)
+    try:
+        external_data_helper.load_external_data_for_model(model, str(base))
+    except Exception as exc:  # a missing or short external file
+        raise CorruptDataError(f"{path}: external data not readable ({exc})") from None
+
+    def to_array(name: str, tensor: Any) -> np.ndarray:
+        try:
+            arr = numpy_helper.to_array(tensor)
+            dtype_name(arr.dtype)
+        except Exception as exc:  # strings, complex, int4 ...: not kept, so refused
+            raise TypeError(
+                f"{path}: tensor {name!r} cannot be stored by nncodecs ({exc}); nothing was written"
+            ) from None
+        return arr
+
+    def walk(graph: Any) -> Iterator[tuple[str, np.ndarray]]:
+        for init in graph.initializer:
+            yield init.name, to_array(init.name, init)
+        for sparse in graph.sparse_initializer:
+            raise TypeError(
+                f"{path}: sparse initializer {sparse.values.name!r} cannot be stored yet; "
+                "nothing was written"
+            )
+        for node in graph.node:
+            if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
+                yield from constant(node)
+            for attr in node.attribute:
+                if attr.type == onnx.AttributeProto.GRAPH:
+                    yield from walk(attr.g)
+                elif attr.type == onnx.AttributeProto.GRAPHS:
+                    for g in attr.graphs:
+                        yield from walk(g)
+
+    def constant(node: Any) -> Iterator[tuple[str, np.ndarray]]:
+        name = node.output[0] if node.output else node.name
+        for attr in node.attribute:
+            if attr.name == "value":
+                yield name, to_array(name, attr.t)
+            elif attr.name in ("value_float", "value_int"):
+                value = attr.f if attr.name == "value_float" else attr.i
+                yield name, np.array(value, np.float32 if attr.name == "value_float" else np.int64)
+            elif attr.name in ("value_floats", "value_ints"):
+                floats = attr.name == "value_floats"
+                yield name, np.array(attr.floats if floats else attr.ints,
+                                     np.float32 if floats else np.int64)  # fmt: skip
+            else:
+                raise TypeError(
+                    f"{path}: Constant {name!r} holds a {attr.name}, which nncodecs cannot "
+                    "store yet; nothing was written"
+                )
+
+    seen: set[str] = set()
+    for name, arr in walk(model.graph):
+        if name in seen:
+            raise CorruptDataError(f"{path}: two tensors named {name!r}")
+        seen.add(name)
+        yield name, arr
 
 
 _ZT_DTYPES = {"f64": "float64", "f32": "float32", "f16": "float16", "bf16": "bfloat16",
@@ -196,9 +330,22 @@ def load_torch_weights(path: Path) -> dict[str, Any]:
             f"{path}: refused: not a weights-only PyTorch file ({str(exc).splitlines()[0]})"
         ) from None
     if isinstance(obj, dict) and "state_dict" in obj and isinstance(obj["state_dict"], dict):
+        others = sorted(str(k) for k in obj if k != "state_dict")
+        if others:  # an optimizer state, an epoch ...: not kept, so refused by name
+            raise ValueError(
+                f"{path}: the checkpoint holds more than a state dict ({', '.join(others[:8])}"
+                f"{', ...' if len(others) > 8 else ''}), which nncodecs would not keep: "
+                "save the state dict alone"
+            )
         obj = obj["state_dict"]
-    if not isinstance(obj, dict) or not all(isinstance(v, torch.Tensor) for v in obj.values()):
+    if not isinstance(obj, dict):
         raise ValueError(f"{path}: not a state dict of tensors")
+    bad = sorted(str(k) for k, v in obj.items() if not isinstance(v, torch.Tensor))
+    if bad:
+        raise ValueError(
+            f"{path}: not a state dict of tensors ({', '.join(bad[:8])} "
+            f"{'is' if len(bad) == 1 else 'are'} not tensors), which nncodecs would not keep"
+        )
     return obj
 
 
@@ -227,6 +374,46 @@ def _one_malloc_arena() -> None:
     mallopt(m_arena_max, 1)
 
 
+def _sha256(path: Path) -> str:
+    with path.open("rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def source_metadata(path: Path, fmt: str) -> dict[str, str]:
+    """What a container records of its source file, so that it comes back whole and checked:
+    the format; for safetensors each file's header, tensor order and sha256 (and the shard
+    index); for every other format the file's sha256."""
+    meta = {"source.format": "safetensors" if fmt.startswith("safetensors") else fmt}
+    if fmt.startswith("safetensors"):
+        files, index = _safetensors_files(path)
+        records, count = [], 0
+        for file in files:
+            st = SafetensorsFile(file)
+            records.append({
+                "file": file.name,
+                "header": st.header_bytes.decode("utf-8"),
+                "exact": st.tiles_exactly(),
+                "tensors": [e[0] for e in st.entries],
+                "sha256": _sha256(file),
+            })  # fmt: skip
+            count += len(st.entries)
+        meta["source.files"] = json.dumps(records)
+        if index is not None:
+            meta["source.index"] = index
+        meta["source.layout"] = "directory" if fmt == "safetensors-dir" else "file"
+        meta["source.tensors"] = str(count)
+    elif path.is_file():
+        meta["source.sha256"] = _sha256(path)
+    return meta
+
+
+def _local_output(target: Any) -> Path | None:
+    """The local path of an output, ``None`` for a URL or a store object."""
+    if isinstance(target, str | os.PathLike) and not is_url(str(target)):
+        return Path(str(target).removeprefix("file://"))
+    return None
+
+
 def compress(
     source: str | Path,
     target: Any,
@@ -234,62 +421,64 @@ def compress(
     threads: int | None = None,
     chunk_bytes: int | None = None,
     progress: Progress | None = None,
+    force: bool = False,
 ) -> str:
     """Compress a model file (or a directory of shards) into one container. Returns its format.
 
     Tensors stream one at a time: the peak memory is about the largest
     tensor's size times 1.5 plus Zarr's working set (see docs/formats.md).
+    An existing ``target`` is refused unless ``force`` (and a directory is
+    replaced only when it is a container); the container appears at
+    ``target`` only once complete.
     """
     _one_malloc_arena()
     source = Path(source)
     fmt = detect_format(source)
     if fmt == "container":
         raise ValueError(f"{source}: already a container")
+    local = _local_output(target)
+    if local is not None:
+        check_output(local, force, inputs=(source,))
     kwargs: dict[str, Any] = {"codec": codec, "threads": threads}
     if chunk_bytes:
         kwargs["chunk_bytes"] = chunk_bytes
-    with Writer(target, **kwargs) as w:
-        w.metadata["source.format"] = "safetensors" if fmt.startswith("safetensors") else fmt
+    meta = source_metadata(source, fmt)
+    with Writer(target, overwrite=force, **kwargs) as w:
+        w.metadata.update(meta)
         if fmt.startswith("safetensors"):
-            files, index = _safetensors_files(source)
+            files, _ = _safetensors_files(source)
             total = sum(f.stat().st_size for f in files)
             done = 0
-            records = []
             for file in files:
-                st = SafetensorsFile(file)
-                records.append({
-                    "file": file.name,
-                    "header": st.header_bytes.decode("utf-8"),
-                    "exact": st.tiles_exactly(),
-                    "tensors": [e[0] for e in st.entries],
-                })  # fmt: skip
-                for name, arr in st:
+                for name, arr in SafetensorsFile(file):
                     w.add_tensor(name, arr)
                     done += arr.nbytes
                     del arr  # before the next one is read: one tensor at a time
                     if progress:
                         progress(done, total)
-            w.metadata["source.files"] = json.dumps(records)
-            if index is not None:
-                w.metadata["source.index"] = index
-            w.metadata["source.layout"] = "directory" if fmt == "safetensors-dir" else "file"
         elif fmt == "gguf":
-            _compress_gguf(source, w, progress)
+            count = _compress_gguf(source, w, progress)
+            w.metadata["source.tensors"] = str(count)
         else:
             total = source.stat().st_size
-            done = 0
+            done = count = 0
             for name, arr in iter_source(source, fmt):
                 w.add_tensor(name, arr)
                 done += int(arr.nbytes)
+                count += 1
                 del arr
                 if progress:
                     progress(min(done, total), total)
+            w.metadata["source.tensors"] = str(count)
+        if progress:
+            progress(1, 1)  # the bar ends at 100% (sizes on disk and in memory differ)
     return fmt
 
 
-def _compress_gguf(source: Path, w: Writer, progress: Progress | None) -> None:
+def _compress_gguf(source: Path, w: Writer, progress: Progress | None) -> int:
     """Tensors into the container; every other byte of the file (header, key-value
-    metadata, tensor infos, alignment padding) kept verbatim, so it comes back exact."""
+    metadata, tensor infos, alignment padding) kept verbatim, so it comes back exact.
+    Returns the number of tensors."""
     import base64
 
     raw = np.memmap(source, dtype=np.uint8, mode="r")
@@ -306,82 +495,251 @@ def _compress_gguf(source: Path, w: Writer, progress: Progress | None) -> None:
     gaps.append(bytes(raw[at:]))
     w.metadata["source.gguf.ranges"] = json.dumps(ranges)
     w.metadata["source.gguf.gaps"] = json.dumps([base64.b64encode(g).decode() for g in gaps])
+    return len(ranges)
 
 
 def _write_gguf(r: Reader, out: Path) -> None:
     import base64
 
-    ranges = json.loads(r.metadata["source.gguf.ranges"])
-    gaps = [base64.b64decode(g) for g in json.loads(r.metadata["source.gguf.gaps"])]
+    try:
+        ranges = json.loads(r.metadata["source.gguf.ranges"])
+        gaps = [base64.b64decode(g) for g in json.loads(r.metadata["source.gguf.gaps"])]
+        if len(gaps) != len(ranges) + 1:
+            raise ValueError("one gap more than tensors expected")
+    except (KeyError, ValueError, TypeError) as exc:
+        raise CorruptDataError(f"the container's GGUF records are damaged ({exc})") from None
     with out.open("wb") as f:
-        for gap, (name, start, size, _) in zip(gaps, ranges, strict=False):
+        for gap, item in zip(gaps, ranges, strict=False):
+            if not (isinstance(item, list) and len(item) == 4 and item[0] in r):
+                raise CorruptDataError(f"the container's GGUF record {item!r} is damaged")
+            name, start, size, _ = item
             f.write(gap)
-            data = np.asarray(r.read_tensor(name)).tobytes()
-            if f.tell() != start or len(data) != size:
+            if f.tell() != start or r.info(name).nbytes != size:
                 raise CorruptDataError(f"tensor {name!r} does not fit its place in the GGUF file")
-            f.write(data)
+            f.write(np.asarray(r.read_tensor(name)).tobytes())
         f.write(gaps[-1])
 
 
+def _file_records(r: Reader) -> list[dict[str, Any]]:
+    """The container's safetensors file records, every field checked: file names are data
+    (plain, no duplicates), tensors are the container's, headers tile their tensors."""
+    try:
+        records = json.loads(r.metadata["source.files"])
+    except (KeyError, ValueError) as exc:
+        raise CorruptDataError(f"the container's file records are damaged ({exc})") from None
+    if not isinstance(records, list) or not records:
+        raise CorruptDataError("the container's file records are not a list of files")
+    seen: set[str] = set()
+    for rec in records:
+        if not isinstance(rec, dict) or not isinstance(rec.get("tensors"), list):
+            raise CorruptDataError(f"the container's file record {rec!r:.80} is damaged")
+        name = plain_name(rec.get("file"), "the container's file records")
+        if name in seen or name == INDEX:
+            raise CorruptDataError(f"the container's file records name {name!r} twice")
+        seen.add(name)
+        for t in rec["tensors"]:
+            if not isinstance(t, str) or t not in r:
+                raise CorruptDataError(f"file {name!r} lists {t!r}, not in the container")
+        if rec.get("exact"):
+            _check_header(r, rec)
+    if r.metadata.get("source.layout") != "directory" and len(records) != 1:
+        raise CorruptDataError("a single-file container records several files")
+    return records
+
+
+def _check_header(r: Reader, rec: dict[str, Any]) -> None:
+    """A stored header must place each tensor right after the one before (no holes, no
+    offsets past the data: a forged offset cannot make a huge sparse file)."""
+    try:
+        header = json.loads(rec["header"])
+        at = 0
+        for t in rec["tensors"]:
+            begin, end = header[t]["data_offsets"]
+            if begin != at or end - begin != r.info(t).nbytes:
+                raise ValueError(f"tensor {t!r} at {begin}..{end}, expected at {at}")
+            at = end
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CorruptDataError(f"file {rec['file']!r}: stored header damaged ({exc})") from None
+
+
+def default_format(metadata: dict[str, str]) -> str:
+    """The format a container is restored to when nothing else says: its source's, where it
+    has the records for it; else safetensors."""
+    source = metadata.get("source.format")
+    if source == "safetensors" and "source.files" in metadata:
+        return "safetensors"
+    if source == "gguf" and "source.gguf.ranges" in metadata:
+        return "gguf"
+    if source == "npz":
+        return "npz"
+    return "safetensors"
+
+
+def restored_name(container: Path, metadata: dict[str, str]) -> Path:
+    """Where ``decompress`` writes by default: the container's name without ``.zarr.zip``
+    / ``.zarr`` when the source comes back in its own format, else with the suffix of the
+    format it is restored to (``model.onnx.zarr.zip`` -> ``model.safetensors``): never
+    a name that would replace a source of another format."""
+    name = container.name
+    for suffix in (".zarr.zip", ".zarr", ".zip"):
+        if name.endswith(suffix) and len(name) > len(suffix):
+            name = name[: -len(suffix)]
+            break
+    else:
+        raise ValueError(f"{container}: name an output with -o")
+    fmt = default_format(metadata)
+    if metadata.get("source.layout") == "directory":
+        return container.with_name(name)
+    stem = Path(name)
+    want = {v: k for k, v in WRITE_FORMATS.items()}[fmt]
+    if stem.suffix != want:
+        source = metadata.get("source.format")
+        keep = source == fmt or stem.suffix not in (".onnx", ".pt", ".pth", ".bin", ".zt", ".ckpt")
+        stem = Path(name + want) if keep and stem.suffix != want else stem.with_suffix(want)
+    return container.with_name(stem.name)
+
+
 def decompress(
-    container: Any, out: str | Path, fmt: str | None = None, progress: Progress | None = None
+    container: Any,
+    out: str | Path,
+    fmt: str | None = None,
+    progress: Progress | None = None,
+    force: bool = False,
 ) -> str:
     """Restore a container as a model file: ``fmt``, else the one ``out``'s suffix names,
-    else the source's own format (byte for byte for safetensors and GGUF). Returns the format.
+    else the source's own format (byte for byte for safetensors and GGUF, checked against
+    the source's sha256). Returns the format.
 
-    Tensors stream one at a time into the file (npz excepted: NumPy writes it
-    from a dict of every tensor).
+    The output is written under a temporary name and appears at ``out`` only
+    once complete and checked; an existing ``out`` is refused unless
+    ``force``. Tensors stream one at a time into the file (npz excepted:
+    NumPy writes it from a dict of every tensor).
     """
     _one_malloc_arena()
+    if is_url(str(out)):
+        raise ValueError(f"{out}: restored files are written to a local path, not a URL")
     out = Path(out)
     with Reader(container) as r:
         source = r.metadata.get("source.format")
-        by_suffix = {".npz": "npz", ".gguf": "gguf", ".safetensors": "safetensors"}.get(out.suffix)
-        fmt = (
-            fmt
-            or by_suffix
-            or (source if source in ("safetensors", "npz", "gguf") else "safetensors")
-        )
-        if fmt == "gguf":
-            if source != "gguf":
-                raise ValueError("only a container made from a GGUF file can be written as GGUF")
-            _write_gguf(r, out)
-            return fmt
-        total = sum(r.info(n).nbytes for n in r)
-        done = 0
-
-        def tensors(names: list[str]) -> Iterator[tuple[str, Any]]:
-            nonlocal done
-            for name in names:
-                arr = r.read_tensor(name)
-                done += arr.nbytes
-                if progress:
-                    progress(done, total)
-                yield name, arr
-                del arr  # before the next one is read: one tensor at a time
-
-        if fmt == "safetensors":
-            if source == "safetensors":
-                records = json.loads(r.metadata["source.files"])
-                if r.metadata.get("source.layout") == "directory":
-                    out.mkdir(parents=True, exist_ok=True)
-                    if "source.index" in r.metadata:
-                        (out / INDEX).write_text(r.metadata["source.index"])
-                    paths = [out / rec["file"] for rec in records]
-                else:
-                    paths = [out]
-                for rec, path in zip(records, paths, strict=True):
-                    header = rec["header"].encode("utf-8") if rec["exact"] else None
-                    write_safetensors(path, tensors(rec["tensors"]), header_bytes=header)
-            else:  # a header from the tensors' infos, so that they stream
-                infos = [r.info(name) for name in r]
-                header = safetensors_header(
-                    (i.name, normalize_dtype(i.dtype), i.shape) for i in infos
-                )
-                write_safetensors(out, tensors(r.keys()), header_bytes=header)
-        elif fmt == "npz":
-            with out.open("wb") as f:
-                np.savez(f, **dict(tensors(r.keys())))
-        else:
-            raise ValueError(f"cannot write {fmt!r}: choose safetensors, npz or gguf")
+        fmt = fmt or WRITE_FORMATS.get(out.suffix) or default_format(r.metadata)
+        if fmt not in WRITE_FORMATS.values():
+            raise ValueError(f"cannot write {fmt!r}: choose {', '.join(WRITE_FORMATS.values())}")
+        if fmt == "gguf" and (source != "gguf" or "source.gguf.ranges" not in r.metadata):
+            raise ValueError("only a container made from a GGUF file can be written as GGUF")
+        own = fmt == source and fmt in EXACT_FORMATS
+        records = _file_records(r) if own and fmt == "safetensors" else None
+        directory = records is not None and r.metadata.get("source.layout") == "directory"
+        local = _local_output(container)
+        inputs = (local,) if local is not None else ()
+        with atomic_output(out, force, directory=directory, inputs=inputs) as tmp:
+            if fmt == "gguf":
+                _write_gguf(r, tmp)
+                _check_sha256(tmp, r.metadata.get("source.sha256"), out)
+            elif fmt == "safetensors":
+                _write_safetensors_from(r, tmp, records, progress)
+            else:
+                with tmp.open("wb") as f:
+                    np.savez(f, **dict(_stream(r, r.keys(), progress)))
     return fmt
+
+
+def _stream(r: Reader, names: list[str], progress: Progress | None) -> Iterator[tuple[str, Any]]:
+    total = sum(r.info(n).nbytes for n in r) or 1
+    done = 0
+    for name in names:
+        arr = r.read_tensor(name)
+        done += arr.nbytes
+        if progress:
+            progress(min(done, total), total)
+        yield name, arr
+        del arr  # before the next one is read: one tensor at a time
+
+
+def _write_safetensors_from(
+    r: Reader, tmp: Path, records: list[dict[str, Any]] | None, progress: Progress | None
+) -> None:
+    if records is None:  # a header from the tensors' infos, so that they stream
+        infos = [r.info(name) for name in r]
+        header = safetensors_header((i.name, normalize_dtype(i.dtype), i.shape) for i in infos)
+        write_safetensors(tmp, _stream(r, r.keys(), progress), header_bytes=header)
+        return
+    directory = r.metadata.get("source.layout") == "directory"
+    if directory and "source.index" in r.metadata:
+        (tmp / INDEX).write_bytes(r.metadata["source.index"].encode("utf-8"))
+    for rec in records:
+        path = tmp / rec["file"] if directory else tmp
+        header = rec["header"].encode("utf-8") if rec.get("exact") else None
+        write_safetensors(path, _stream(r, rec["tensors"], progress), header_bytes=header)
+        if header is not None:
+            _check_sha256(path, rec.get("sha256"), rec["file"])
+
+
+def _check_sha256(path: Path, expected: Any, what: Any) -> None:
+    """A restored file must be the source byte for byte (containers that recorded it)."""
+    if isinstance(expected, str) and _sha256(path) != expected:
+        raise CorruptDataError(
+            f"{what}: the restored file's sha256 differs from the source's; nothing was written"
+        )
+
+
+def convert_file(
+    source: str | Path, out: str | Path, fmt: str | None = None, force: bool = False
+) -> str:
+    """A model file to another model file (the suffix of ``out`` picks the format, or
+    ``fmt``): tensors stream through, no container. Returns the format written."""
+    source, out = Path(source), Path(out)
+    fmt = fmt or WRITE_FORMATS.get(out.suffix)
+    if fmt not in ("safetensors", "npz"):
+        raise ValueError(f"{out}: a model file is converted to .safetensors or .npz")
+    with atomic_output(out, force, inputs=(source,)) as tmp:
+        if fmt == "safetensors":
+            write_safetensors(tmp, iter_source(source))
+        else:
+            with tmp.open("wb") as f:
+                np.savez(f, **dict(iter_source(source)))
+    return fmt
+
+
+def merged_metadata(metadatas: list[dict[str, str]]) -> dict[str, str]:
+    """The metadata of containers merged into one: keys they agree on kept; the file records
+    of safetensors sources joined (restored as a directory of those files) when their names
+    differ; the tensor counts added; any other key that differs dropped."""
+    if len(metadatas) == 1:
+        return dict(metadatas[0])
+    out = {k: v for k, v in metadatas[0].items() if all(m.get(k) == v for m in metadatas)}
+    counts = [_int(m.get("source.tensors")) for m in metadatas]
+    if all(c is not None for c in counts):
+        out["source.tensors"] = str(sum(c for c in counts if c is not None))
+    if all(m.get("source.format") == "safetensors" and "source.files" in m for m in metadatas):
+        records = [rec for m in metadatas for rec in json.loads(m["source.files"])]
+        names = [rec.get("file") for rec in records]
+        if len(set(names)) == len(names):
+            out.update({"source.format": "safetensors", "source.files": json.dumps(records),
+                        "source.layout": "directory"})  # fmt: skip
+            out.pop("source.index", None)  # each index described one model's shards
+    return out
+
+
+def _int(text: str | None) -> int | None:
+    try:
+        return int(text) if text is not None else None
+    except ValueError:
+        return None
+
+
+def merge_containers(
+    sources: list[Any], target: Any, codec: str = "auto", force: bool = False
+) -> None:
+    """Merge containers into one (tensor names must not repeat); their source records are
+    merged too (:func:`merged_metadata`), so the result restores as the files it holds."""
+    from nncodecs.container import merge
+
+    local = _local_output(target)
+    inputs = tuple(p for p in (_local_output(s) for s in sources) if p is not None)
+    if local is not None:
+        check_output(local, force, inputs=inputs)
+    metas = []
+    for source in sources:
+        with Reader(source) as r:
+            metas.append(dict(r.metadata))
+    merge(sources, target, codec=codec, metadata=merged_metadata(metas), overwrite=force)

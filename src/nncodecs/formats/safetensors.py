@@ -176,7 +176,8 @@ def write_safetensors(
 
     With ``header_bytes`` (a header read by :class:`SafetensorsFile`, or made
     by :func:`safetensors_header`) the tensors stream into the file one by
-    one, each at its offsets: a whole model never sits in memory. Otherwise
+    one, in the header's data order and back to back (anything else raises
+    ``ValueError``): a whole model never sits in memory. Otherwise
     a header is built, tensors in the order given (all are held until then).
     """
     path = Path(path)
@@ -201,9 +202,16 @@ def write_safetensors(
                 raise ValueError(
                     f"{path}: tensor {name!r} has {data.nbytes} bytes, not {end - begin}"
                 )
-            f.seek(start + begin)
+            if begin != f.tell() - start:  # written in order, no holes: no sparse giant file
+                raise ValueError(
+                    f"{path}: tensor {name!r} at offset {begin}, expected {f.tell() - start} "
+                    "(tensors are written back to back, in the header's order)"
+                )
             f.write(data)
             del data, arr  # the next tensor may be read before this loop's names rebind
+        ends = [v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"]
+        if f.tell() - start != max(ends, default=0):
+            raise ValueError(f"{path}: the header names tensors that were not written")
 
 
 def read_safetensors(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:

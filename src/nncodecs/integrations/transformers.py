@@ -10,29 +10,41 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from nncodecs.formats.convert import compress, decompress
+from nncodecs.formats.convert import compress, decompress, inside
 from nncodecs.integrations.torch import load_state_dict
+from nncodecs.outputs import atomic_output
 
 __all__ = ["containers_to_snapshot", "load_model", "snapshot_to_containers"]
 
 SUFFIX = ".zarr.zip"
 
 
-def _mirror(source: Path, out: Path, convert: Any) -> Path:
+def _mirror(source: Path, out: Path, convert: Any, force: bool = False) -> Path:
     """Copy a directory tree; ``convert(file, target)`` handles a file and returns
-    True, or returns False and the file is copied as it is."""
-    out.mkdir(parents=True, exist_ok=True)
-    for file in sorted(source.rglob("*")):
-        if not file.is_file():
-            continue
-        target = out / file.relative_to(source)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if not convert(file, target):
-            shutil.copy2(file, target)
+    True, or returns False and the file is copied as it is.
+
+    A link is followed only where it leads inside ``source`` (or into the same
+    Hugging Face cache repository's ``blobs/``); the copy appears at ``out``
+    only once complete, and an existing ``out`` is refused unless ``force``.
+    """
+    if not source.is_dir():
+        raise NotADirectoryError(f"{source}: not a directory")
+    with atomic_output(out, force, directory=True, inputs=(source,)) as tmp:
+        for file in sorted(source.rglob("*")):
+            if file.is_symlink():
+                inside(file, source)
+            if not file.is_file():
+                continue
+            target = tmp / file.relative_to(source)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if not convert(file, target):
+                shutil.copyfile(file, target)
     return out
 
 
-def snapshot_to_containers(snapshot: str | Path, out: str | Path, codec: str = "auto") -> Path:
+def snapshot_to_containers(
+    snapshot: str | Path, out: str | Path, codec: str = "auto", force: bool = False
+) -> Path:
     """Copy a snapshot directory with each ``*.safetensors`` file as a container
     (``name.safetensors.zarr.zip``); every other file is copied as it is."""
 
@@ -42,10 +54,10 @@ def snapshot_to_containers(snapshot: str | Path, out: str | Path, codec: str = "
         compress(file, target.with_name(target.name + SUFFIX), codec=codec)
         return True
 
-    return _mirror(Path(snapshot), Path(out), convert)
+    return _mirror(Path(snapshot), Path(out), convert, force)
 
 
-def containers_to_snapshot(directory: str | Path, out: str | Path) -> Path:
+def containers_to_snapshot(directory: str | Path, out: str | Path, force: bool = False) -> Path:
     """The inverse of :func:`snapshot_to_containers`: the original files, byte for byte."""
 
     def convert(file: Path, target: Path) -> bool:
@@ -54,7 +66,7 @@ def containers_to_snapshot(directory: str | Path, out: str | Path) -> Path:
         decompress(file, target.with_name(target.name[: -len(SUFFIX)]))
         return True
 
-    return _mirror(Path(directory), Path(out), convert)
+    return _mirror(Path(directory), Path(out), convert, force)
 
 
 def load_model(container: str | Path, config_dir: str | Path, model_class: Any = None) -> Any:
