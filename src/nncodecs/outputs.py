@@ -45,6 +45,9 @@ __all__ = [
     "temp_path",
 ]
 
+#: The ``format`` attribute of a container's root group (nncodecs.container.layout.FORMAT).
+CONTAINER_FORMAT = "nncodecs-container"
+
 _TEMP = re.compile(r"^\.(?P<name>.+)\.nncodecs-(?P<pid>\d+)\.(?:tmp|old)$")
 
 
@@ -110,8 +113,8 @@ def is_container_dir(path: Path) -> bool:
         return False
     try:
         with meta.open("rb") as f:
-            doc = json.loads(f.read(1 << 24))
-        return doc.get("attributes", {}).get("nncodecs", {}).get("format") == "nncodecs"
+            doc = json.loads(f.read(1 << 26))
+        return doc.get("attributes", {}).get("nncodecs", {}).get("format") == CONTAINER_FORMAT
     except (OSError, ValueError, AttributeError):
         return False
 

@@ -16,6 +16,7 @@ from typing import Any
 from zarr.codecs import ZstdCodec
 
 from nncodecs.codecs.weights import Weights
+from nncodecs.outputs import CONTAINER_FORMAT
 
 __all__ = [
     "ATTRS_KEY",
@@ -28,7 +29,7 @@ __all__ = [
 ]
 
 ATTRS_KEY = "nncodecs"
-FORMAT = "nncodecs-container"
+FORMAT = CONTAINER_FORMAT  # (outputs.py knows it too: it replaces only containers)
 VERSION = 1
 #: Per-tensor codec names a Writer accepts.
 CODECS = ("auto", "rans", "huffman", "zstd", "raw")

@@ -520,34 +520,38 @@ def _write_gguf(r: Reader, out: Path) -> None:
         f.write(gaps[-1])
 
 
-def _file_records(r: Reader) -> list[dict[str, Any]]:
+def _file_records(r: Reader, where: str) -> list[dict[str, Any]]:
     """The container's safetensors file records, every field checked: file names are data
     (plain, no duplicates), tensors are the container's, headers tile their tensors."""
     try:
         records = json.loads(r.metadata["source.files"])
     except (KeyError, ValueError) as exc:
-        raise CorruptDataError(f"the container's file records are damaged ({exc})") from None
+        raise CorruptDataError(
+            f"{where}: the container's file records are damaged ({exc})"
+        ) from None
     if not isinstance(records, list) or not records:
-        raise CorruptDataError("the container's file records are not a list of files")
+        raise CorruptDataError(f"{where}: the container's file records are not a list of files")
     seen: set[str] = set()
     for rec in records:
         if not isinstance(rec, dict) or not isinstance(rec.get("tensors"), list):
-            raise CorruptDataError(f"the container's file record {rec!r:.80} is damaged")
-        name = plain_name(rec.get("file"), "the container's file records")
-        if name in seen or name == INDEX:
-            raise CorruptDataError(f"the container's file records name {name!r} twice")
+            raise CorruptDataError(f"{where}: the container's file record {rec!r:.80} is damaged")
+        name = plain_name(rec.get("file"), f"{where}: the container's file records")
+        if name == INDEX:
+            raise CorruptDataError(f"{where}: a file record takes the shard index's name")
+        if name in seen:
+            raise CorruptDataError(f"{where}: the container's file records name {name!r} twice")
         seen.add(name)
         for t in rec["tensors"]:
             if not isinstance(t, str) or t not in r:
-                raise CorruptDataError(f"file {name!r} lists {t!r}, not in the container")
+                raise CorruptDataError(f"{where}: file {name!r} lists {t!r}, not in the container")
         if rec.get("exact"):
-            _check_header(r, rec)
+            _check_header(r, rec, where)
     if r.metadata.get("source.layout") != "directory" and len(records) != 1:
-        raise CorruptDataError("a single-file container records several files")
+        raise CorruptDataError(f"{where}: a single-file container records several files")
     return records
 
 
-def _check_header(r: Reader, rec: dict[str, Any]) -> None:
+def _check_header(r: Reader, rec: dict[str, Any], where: str) -> None:
     """A stored header must place each tensor right after the one before (no holes, no
     offsets past the data: a forged offset cannot make a huge sparse file)."""
     try:
@@ -559,7 +563,9 @@ def _check_header(r: Reader, rec: dict[str, Any]) -> None:
                 raise ValueError(f"tensor {t!r} at {begin}..{end}, expected at {at}")
             at = end
     except (KeyError, TypeError, ValueError) as exc:
-        raise CorruptDataError(f"file {rec['file']!r}: stored header damaged ({exc})") from None
+        raise CorruptDataError(
+            f"{where}: file {rec['file']!r}: stored header damaged ({exc})"
+        ) from None
 
 
 def default_format(metadata: dict[str, str]) -> str:
@@ -627,7 +633,7 @@ def decompress(
         if fmt == "gguf" and (source != "gguf" or "source.gguf.ranges" not in r.metadata):
             raise ValueError("only a container made from a GGUF file can be written as GGUF")
         own = fmt == source and fmt in EXACT_FORMATS
-        records = _file_records(r) if own and fmt == "safetensors" else None
+        records = _file_records(r, str(container)) if own and fmt == "safetensors" else None
         directory = records is not None and r.metadata.get("source.layout") == "directory"
         local = _local_output(container)
         inputs = (local,) if local is not None else ()

@@ -1,0 +1,383 @@
+"""The CLI and formats against careless and hostile input, run as a user runs them.
+
+Each case snapshots the file system around it and checks that nothing outside
+the named output was created or changed, that an existing file was changed
+only with --force, and that every error is one line naming the path
+(docs/safety.md lists these guarantees with the tests that show them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import optional_import
+
+from nncodecs import Reader, Writer
+from nncodecs.formats import read_safetensors, write_safetensors
+
+
+def run(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "nncodecs", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=300,
+    )
+
+
+def tree(root: Path) -> dict[str, str]:
+    """Every entry under root: its kind and, for files, its sha256 (links not followed)."""
+    out = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        if path.is_symlink():
+            out[rel] = "link:" + os.readlink(path)
+        elif path.is_dir():
+            out[rel] = "dir"
+        else:
+            out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
+
+
+def changes(before: dict[str, str], after: dict[str, str]) -> set[str]:
+    keys = set(before) | set(after)
+    return {k for k in keys if before.get(k) != after.get(k)}
+
+
+def one_line_error(r: subprocess.CompletedProcess, *words: str) -> None:
+    assert r.returncode == 1, (r.returncode, r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr  # no traceback, no asyncio noise
+    assert lines[0].startswith("nncodecs: "), lines
+    for word in words:
+        assert word in lines[0], (word, lines[0])
+
+
+def small_model(path: Path, seed: int = 0, prefix: str = "") -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    tensors = {
+        f"{prefix}a.weight": rng.standard_normal((64, 32)).astype(np.float32),
+        f"{prefix}a.bias": rng.standard_normal(32).astype(np.float16),
+        f"{prefix}b.ids": np.arange(10, dtype=np.int64),
+    }
+    write_safetensors(path, tensors.items())
+    return tensors
+
+
+@pytest.fixture()
+def work(tmp_path: Path) -> Path:
+    small_model(tmp_path / "m.safetensors")
+    return tmp_path
+
+
+def test_an_existing_directory_is_never_emptied(work: Path) -> None:
+    victim = work / "victim"
+    victim.mkdir()
+    (victim / "keep.txt").write_text("mine")
+    before = tree(work)
+    one_line_error(run("compress", "m.safetensors", "-o", "victim", cwd=work), "victim", "--force")
+    assert tree(work) == before
+    # --force replaces containers only: a directory of other files stays
+    r = run("compress", "m.safetensors", "-o", "victim", "--force", cwd=work)
+    one_line_error(r, "victim", "not an nncodecs container")
+    assert tree(work) == before
+    # the current directory, which holds the input
+    one_line_error(run("compress", "m.safetensors", "-o", ".", cwd=work), "overwrite the input")
+    one_line_error(run("compress", "m.safetensors", "-o", ".", "-f", cwd=work))
+    assert tree(work) == before
+
+
+def test_an_existing_file_is_replaced_only_with_force(work: Path) -> None:
+    (work / "out.zarr.zip").write_bytes(b"not mine to lose")
+    before = tree(work)
+    one_line_error(run("compress", "m.safetensors", "-o", "out.zarr.zip", cwd=work), "exists")
+    assert tree(work) == before
+    assert run("compress", "m.safetensors", "-o", "out.zarr.zip", "-f", cwd=work).returncode == 0
+    assert changes(before, tree(work)) == {"out.zarr.zip"}
+    # a container directory is replaced with --force, and only then
+    assert run("compress", "m.safetensors", "-o", "d.zarr", "-q", cwd=work).returncode == 0
+    before = tree(work)
+    one_line_error(run("compress", "m.safetensors", "-o", "d.zarr", cwd=work), "d.zarr")
+    assert tree(work) == before
+    assert run("compress", "m.safetensors", "-o", "d.zarr", "-f", "-q", cwd=work).returncode == 0
+    assert {c.split("/")[0] for c in changes(before, tree(work))} <= {"d.zarr"}
+    assert set(os.listdir(work)) == {"m.safetensors", "out.zarr.zip", "d.zarr"}  # no leftovers
+
+
+def test_decompress_never_replaces_the_source_or_an_existing_file(work: Path) -> None:
+    original = (work / "m.safetensors").read_bytes()
+    assert run("compress", "m.safetensors", "-q", cwd=work).returncode == 0
+    before = tree(work)
+    r = run("decompress", "m.safetensors.zarr.zip", cwd=work)
+    one_line_error(r, "m.safetensors", "--force")
+    assert tree(work) == before
+    r = run("decompress", "m.safetensors.zarr.zip", "-f", "-q", cwd=work)
+    assert r.returncode == 0, r.stderr
+    assert (work / "m.safetensors").read_bytes() == original
+    assert set(os.listdir(work)) == {"m.safetensors", "m.safetensors.zarr.zip"}
+
+
+def test_a_failed_restore_leaves_the_previous_file(work: Path) -> None:
+    """A chunk corrupted on disk: the restore fails and the file it would replace stays."""
+    assert run("compress", "m.safetensors", "-o", "m.zarr", "-q", cwd=work).returncode == 0
+    chunks = [p for p in (work / "m.zarr").rglob("c/*") if p.is_file()]
+    biggest = max(chunks, key=lambda p: p.stat().st_size)
+    data = bytearray(biggest.read_bytes())
+    data[len(data) // 2] ^= 0x40
+    biggest.write_bytes(bytes(data))
+    before = tree(work)
+    r = run("decompress", "m.zarr", "-o", "m.safetensors", "--force", cwd=work)
+    assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert tree(work) == before  # the original is whole; no temporary is left
+
+
+def test_restore_names_never_collide_with_a_source_of_another_format(tmp_path: Path) -> None:
+    onnx = optional_import("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = numpy_helper.from_array(np.ones((4, 4), np.float32), "w")
+    c = helper.make_node(
+        "Constant", [], ["c"], value=numpy_helper.from_array(np.arange(3, dtype=np.float32))
+    )
+    graph = helper.make_graph(
+        [c, helper.make_node("MatMul", ["x", "w"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+        initializer=[w],
+    )
+    onnx.save(helper.make_model(graph), tmp_path / "model.onnx")
+    graph_bytes = (tmp_path / "model.onnx").read_bytes()
+    assert run("compress", "model.onnx", "-q", cwd=tmp_path).returncode == 0
+    r = run("decompress", "model.onnx.zarr.zip", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "model.onnx").read_bytes() == graph_bytes  # the graph is not lost
+    back = read_safetensors(tmp_path / "model.safetensors")
+    assert set(back) == {"w", "c"}  # the Constant node's tensor too
+    assert np.array_equal(back["c"], np.arange(3, dtype=np.float32))
+    r = run("verify", "model.onnx.zarr.zip", cwd=tmp_path)
+    assert r.returncode == 0 and "2 tensors" in r.stdout and "the source had 2" in r.stdout
+    # convert by the output's suffix: a safetensors file, not a Zarr directory
+    r = run("convert", "model.onnx", "-o", "m2.safetensors", "-q", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "m2.safetensors").is_file()
+    assert set(read_safetensors(tmp_path / "m2.safetensors")) == {"w", "c"}
+
+
+def test_what_cannot_be_kept_is_refused_by_name(tmp_path: Path) -> None:
+    onnx = optional_import("onnx")
+    from onnx import TensorProto, helper
+
+    strings = helper.make_node(
+        "Constant",
+        [],
+        ["labels"],
+        value=helper.make_tensor("labels", TensorProto.STRING, [2], [b"a", b"b"]),
+    )
+    graph = helper.make_graph([strings], "g", [], [])
+    onnx.save(helper.make_model(graph), tmp_path / "s.onnx")
+    before = tree(tmp_path)
+    one_line_error(run("compress", "s.onnx", cwd=tmp_path), "labels", "nothing was written")
+    assert tree(tmp_path) == before
+
+
+def test_torch_checkpoints_with_more_than_weights_are_refused(tmp_path: Path) -> None:
+    torch = optional_import("torch")
+    state = {"w": torch.ones(3)}
+    torch.save({"state_dict": state, "optimizer": {"m": torch.zeros(3)}}, tmp_path / "c.pt")
+    before = tree(tmp_path)
+    one_line_error(run("compress", "c.pt", cwd=tmp_path), "optimizer")
+    assert tree(tmp_path) == before
+    torch.save(state, tmp_path / "sd.pt")
+    assert run("compress", "sd.pt", "-q", cwd=tmp_path).returncode == 0
+    assert run("decompress", "sd.pt.zarr.zip", "-q", cwd=tmp_path).returncode == 0
+    assert (tmp_path / "sd.safetensors").is_file()  # sd.pt untouched
+    assert set(read_safetensors(tmp_path / "sd.safetensors")) == {"w"}
+
+
+def test_url_outputs_never_become_local_paths(work: Path) -> None:
+    r = run("compress", "m.safetensors", "-o", "memory://bucket/x.zarr", cwd=work)
+    assert r.returncode == 0, r.stderr
+    r = run("decompress", "m.safetensors.zarr.zip", "-o", "s3://b/x.safetensors", cwd=work)
+    assert r.returncode == 1
+    assert set(os.listdir(work)) == {"m.safetensors"}  # no "memory:" nor "s3:" directory
+
+
+def forged_container(path: Path, records: Any, **extra: str) -> None:
+    with Writer(path) as w:
+        w.add_tensor("a", np.arange(4, dtype=np.float32))
+        w.metadata["source.format"] = "safetensors"
+        w.metadata["source.files"] = json.dumps(records)
+        w.metadata["source.layout"] = "directory"
+        w.metadata.update(extra)
+
+
+def record(name: str, header: Any = None) -> dict[str, Any]:
+    header = header or {"a": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}}
+    return {"file": name, "header": json.dumps(header), "exact": True, "tensors": ["a"]}
+
+
+@pytest.mark.parametrize(
+    "records",
+    [
+        [record("/tmp/nncodecs-evil.safetensors")],
+        [record("../evil.safetensors")],
+        [record("sub/../../evil.safetensors")],
+        [record("x.safetensors"), record("x.safetensors")],
+        [
+            record(
+                "big.safetensors",
+                {"a": {"dtype": "F32", "shape": [4], "data_offsets": [2**40, 2**40 + 16]}},
+            )
+        ],
+        [record("model.safetensors.index.json")],
+        "not a list",
+    ],
+    ids=["absolute", "dotdot", "nested-dotdot", "duplicate", "offset-2^40", "index-name", "junk"],
+)
+def test_paths_and_offsets_from_a_container_are_data(tmp_path: Path, records: Any) -> None:
+    box = tmp_path / "box"
+    box.mkdir()
+    forged_container(box / "c.zarr", records)
+    before = tree(tmp_path)
+    r = run("decompress", "c.zarr", "-o", "out", cwd=box)
+    one_line_error(r)
+    assert tree(tmp_path) == before
+    assert not Path("/tmp/nncodecs-evil.safetensors").exists()
+
+
+def test_shard_index_entries_are_data_and_links_stay_inside(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.safetensors"
+    small_model(outside)
+    snap = tmp_path / "snap"
+    snap.mkdir()
+    small_model(snap / "part.safetensors", seed=1, prefix="p.")
+    index = {"weight_map": {"a.weight": "../outside.safetensors"}}
+    (snap / "model.safetensors.index.json").write_text(json.dumps(index))
+    before = tree(tmp_path)
+    one_line_error(run("compress", "snap", "-o", "s.zarr.zip", cwd=tmp_path), "not a plain")
+    assert tree(tmp_path) == before
+    # a link that leads outside the input directory
+    (snap / "model.safetensors.index.json").unlink()
+    (snap / "evil.safetensors").symlink_to(outside)
+    before = tree(tmp_path)
+    one_line_error(run("compress", "snap", "-o", "s.zarr.zip", cwd=tmp_path), "outside")
+    assert tree(tmp_path) == before
+    # a link inside the directory is followed
+    (snap / "evil.safetensors").unlink()
+    (snap / "alias.safetensors").symlink_to("part.safetensors")
+    (snap / "part.safetensors").rename(snap / "real.bin")
+    (snap / "alias.safetensors").unlink()
+    (snap / "alias.safetensors").symlink_to("real.bin")
+    assert run("compress", "snap", "-o", "s.zarr.zip", "-q", cwd=tmp_path).returncode == 0
+
+
+def test_hf_cache_snapshot_links_into_its_blobs_are_followed(tmp_path: Path) -> None:
+    repo = tmp_path / "models--org--m"
+    (repo / "blobs").mkdir(parents=True)
+    small_model(repo / "blobs" / "abc123")
+    snap = repo / "snapshots" / "rev1"
+    snap.mkdir(parents=True)
+    (snap / "model.safetensors").symlink_to("../../blobs/abc123")
+    r = run("compress", str(snap), "-o", "m.zarr.zip", "-q", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    with Reader(tmp_path / "m.zarr.zip") as rd:
+        assert len(rd) == 3
+
+
+def test_mirroring_a_snapshot_follows_no_link_outside(tmp_path: Path) -> None:
+    from nncodecs.integrations.transformers import snapshot_to_containers
+
+    (tmp_path / "secret.txt").write_text("not to be copied")
+    snap = tmp_path / "snap"
+    snap.mkdir()
+    small_model(snap / "model.safetensors")
+    (snap / "config.json").symlink_to(tmp_path / "secret.txt")
+    with pytest.raises(ValueError, match="outside the input directory"):
+        snapshot_to_containers(snap, tmp_path / "mirror")
+    assert not (tmp_path / "mirror").exists()
+    assert sorted(os.listdir(tmp_path)) == ["secret.txt", "snap"]
+
+
+def test_merge_of_different_files_restores_both(tmp_path: Path) -> None:
+    a = small_model(tmp_path / "a.safetensors", seed=1, prefix="x.")
+    b = small_model(tmp_path / "b.safetensors", seed=2, prefix="y.")
+    for name in ("a", "b"):
+        r = run("compress", f"{name}.safetensors", "-q", cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+    r = run("merge", "a.safetensors.zarr.zip", "b.safetensors.zarr.zip", "-o", "ab.zarr",
+            cwd=tmp_path)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert run("decompress", "ab.zarr", "-o", "restored", cwd=tmp_path).returncode == 0
+    for name in ("a", "b"):
+        assert (tmp_path / "restored" / f"{name}.safetensors").read_bytes() == (
+            tmp_path / f"{name}.safetensors"
+        ).read_bytes()
+    assert set(read_safetensors(tmp_path / "restored" / "a.safetensors")) == set(a)
+    assert set(read_safetensors(tmp_path / "restored" / "b.safetensors")) == set(b)
+    r = run("verify", "ab.zarr", cwd=tmp_path)
+    assert "6 tensors" in r.stdout and "the source had 6" in r.stdout
+
+
+def test_dask_containers_restore_byte_identical(work: Path) -> None:
+    r = run("compress", "m.safetensors", "--dask", "-o", "m.zarr", "-q", cwd=work)
+    assert r.returncode == 0, r.stderr
+    r = run("decompress", "m.zarr", "-o", "back.safetensors", cwd=work)
+    assert r.returncode == 0, r.stderr
+    assert (work / "back.safetensors").read_bytes() == (work / "m.safetensors").read_bytes()
+    before = tree(work)  # and an existing output is refused there too
+    one_line_error(run("compress", "m.safetensors", "--dask", "-o", "m.zarr", cwd=work), "exists")
+    assert tree(work) == before
+
+
+def test_a_restore_is_checked_against_the_source_sha256(work: Path) -> None:
+    assert run("compress", "m.safetensors", "-o", "m.zarr", "-q", cwd=work).returncode == 0
+    meta_path = work / "m.zarr" / "zarr.json"
+    doc = json.loads(meta_path.read_text())
+    records = json.loads(doc["attributes"]["nncodecs"]["metadata"]["source.files"])
+    records[0]["sha256"] = "0" * 64
+    doc["attributes"]["nncodecs"]["metadata"]["source.files"] = json.dumps(records)
+    meta_path.write_text(json.dumps(doc))
+    (work / "m.zarr" / "zarr.json").chmod(0o644)
+    r = run("decompress", "m.zarr", "-o", "back.safetensors", cwd=work)
+    one_line_error(r, "sha256")
+    assert not (work / "back.safetensors").exists()
+
+
+def test_usage_errors_and_version(work: Path) -> None:
+    r = run("compress", "m.safetensors", "--chunk-bytes", "-5", cwd=work)
+    assert r.returncode == 2 and "--chunk-bytes" in r.stderr
+    r = run("compress", "m.safetensors", "--threads", "0", cwd=work)
+    assert r.returncode == 2 and "--threads" in r.stderr
+    r = run("--version", cwd=work)
+    assert r.returncode == 0 and r.stdout.startswith("nncodecs ")
+    r = run("compress", "--help", cwd=work)
+    for option in ("--codec", "--threads", "--chunk-bytes", "--force", "--dask", "--output"):
+        assert option in r.stdout
+    for fmt in ("safetensors", "GGUF", "npz", "torch", "ONNX", "ztensor"):
+        assert fmt in r.stdout  # the one list of formats
+    one_line_error(run("info", "missing.safetensors", cwd=work), "missing.safetensors")
+    (work / "junk.zip").write_bytes(b"PK\x03\x04" + b"\0" * 40)
+    one_line_error(run("info", "junk.zip", cwd=work), "junk.zip")
+
+
+def test_info_columns_stay_aligned(tmp_path: Path) -> None:
+    with Writer(tmp_path / "c.zarr") as w:  # tiny tensors: ratios far above 100
+        w.add_tensor("t", np.zeros(1, np.int8))
+        w.add_tensor("a.much.longer.name.of.a.tensor", np.ones((300, 300), np.float32))
+    r = run("info", "c.zarr", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()[:3]
+    starts = {line.index("nncodecs.") for line in lines[1:]} | {lines[0].index("codec")}
+    assert len(starts) == 1, r.stdout
+    assert any(float(x) >= 100 for x in lines[1].split() if x.replace(".", "").isdigit())
