@@ -1,0 +1,263 @@
+"""Where nncodecs writes: only the output the user named, and only once it is whole.
+
+Every output (a container directory or zip, a restored model file or
+directory) is written under a temporary name beside it and renamed into
+place when it is complete and flushed, so a failed or killed run leaves the
+previous output (or nothing) at the named path. The names nncodecs may
+create beside an output ``NAME`` are, and are only:
+
+``.NAME.nncodecs-PID.tmp``
+    the output being written by process ``PID``;
+``.NAME.nncodecs-PID.old``
+    a directory being replaced, between two renames;
+``.NAME.nncodecs.lock``
+    the lock of a writer appending to a local container (see
+    :mod:`nncodecs.container`).
+
+A run removes the temporaries of processes that no longer exist before it
+writes. An existing output is replaced only when the caller says so
+(``force`` / ``overwrite``), and a directory only when it is an nncodecs
+container: nothing else is ever deleted.
+
+This module sits below every other one: it knows paths, not tensors.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "atomic_output",
+    "check_output",
+    "is_container_dir",
+    "is_url",
+    "lock_path",
+    "publish",
+    "remove_stale",
+    "temp_path",
+]
+
+_TEMP = re.compile(r"^\.(?P<name>.+)\.nncodecs-(?P<pid>\d+)\.(?:tmp|old)$")
+
+
+def is_url(target: Any) -> bool:
+    """Whether ``target`` is a URL for fsspec (``s3://``, ``memory://``; not ``file://``)."""
+    return isinstance(target, str) and "://" in target and not target.startswith("file://")
+
+
+def temp_path(target: Path, kind: str = "tmp", pid: int | None = None) -> Path:
+    """The temporary name of ``target`` for this process (``kind``: ``tmp`` or ``old``)."""
+    return target.parent / f".{target.name}.nncodecs-{os.getpid() if pid is None else pid}.{kind}"
+
+
+def lock_path(target: Path) -> Path:
+    """The lock file of a local container."""
+    return target.parent / f".{target.name}.nncodecs.lock"
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's live process
+        return True
+    return True
+
+
+def remove_stale(target: Path) -> list[Path]:
+    """Remove the temporaries of ``target`` left by writers that no longer run.
+
+    Only names of the documented pattern, for this very target, are touched.
+    Returns what was removed.
+    """
+    removed = []
+    parent = target.parent
+    if not parent.is_dir():
+        return removed
+    for entry in parent.iterdir():
+        m = _TEMP.match(entry.name)
+        if not m or m["name"] != target.name or _alive(int(m["pid"])):
+            continue
+        _remove(entry)
+        removed.append(entry)
+    return removed
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
+
+def is_container_dir(path: Path) -> bool:
+    """Whether ``path`` is a directory holding an nncodecs container (its root ``zarr.json``
+    says so): the only kind of directory nncodecs ever deletes, and only when told to."""
+    meta = path / "zarr.json"
+    if path.is_symlink() or not path.is_dir() or not meta.is_file() or meta.is_symlink():
+        return False
+    try:
+        with meta.open("rb") as f:
+            doc = json.loads(f.read(1 << 24))
+        return doc.get("attributes", {}).get("nncodecs", {}).get("format") == "nncodecs"
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def check_output(target: Path, force: bool = False, inputs: tuple[Path, ...] = ()) -> None:
+    """Refuse an output that would destroy something.
+
+    Raises ``FileExistsError`` for an existing file, link or non-empty
+    directory unless ``force``; with ``force``, a directory that is not an
+    nncodecs container is still refused. An output that is, or lies inside,
+    one of ``inputs`` (or holds one) is refused whatever ``force`` says.
+    """
+    target = Path(target)
+    for src in inputs:
+        src_r, out_r = Path(src).resolve(), target.resolve()
+        if out_r == src_r or src_r in out_r.parents or out_r in src_r.parents:
+            raise ValueError(f"{target}: the output would overwrite the input {src}")
+    if target.is_symlink():
+        if not force:
+            raise FileExistsError(f"{target}: exists (a link); use --force to replace it")
+        return
+    if target.is_dir():
+        if not any(target.iterdir()):
+            return
+        if not force:
+            raise FileExistsError(f"{target}: exists (a directory); use --force to replace it")
+        if not is_container_dir(target):
+            raise FileExistsError(
+                f"{target}: a directory that is not an nncodecs container: not replaced, "
+                "even with --force"
+            )
+        return
+    if target.exists() and not force:
+        raise FileExistsError(f"{target}: exists; use --force to replace it")
+
+
+def _fsync(path: Path) -> None:
+    """Flush a file, or a directory's entries, to disk (best effort where unsupported)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _fsync_tree(path: Path) -> None:
+    if path.is_dir():
+        for root, _, files in os.walk(path):
+            for name in files:
+                _fsync(Path(root) / name)
+            _fsync(Path(root))
+    else:
+        _fsync(path)
+
+
+def publish(temp: Path, target: Path, force: bool = False) -> None:
+    """Move a complete ``temp`` (file or directory) to ``target``, flushed first.
+
+    Without ``force`` an output that appeared meanwhile is not replaced
+    (``FileExistsError``). A directory being replaced is renamed aside first
+    and deleted only after the new one is in place.
+    """
+    _fsync_tree(temp)
+    if temp.is_dir():
+        old = None
+        if target.is_dir() and not target.is_symlink() and any(target.iterdir()):
+            check_output(target, force)
+            old = temp_path(target, "old")
+            os.rename(target, old)
+        elif target.is_symlink() or target.is_file():
+            check_output(target, force)
+            target.unlink()
+        elif target.is_dir():  # empty: rename replaces it
+            pass
+        try:
+            os.rename(temp, target)
+        except OSError as exc:
+            if old is not None:
+                os.rename(old, target)  # put the previous output back
+            if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
+                raise FileExistsError(f"{target}: appeared while it was written") from None
+            raise
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    elif force:
+        if target.is_dir() and not target.is_symlink():
+            check_output(target, force)
+            old = temp_path(target, "old")
+            os.rename(target, old)
+            os.replace(temp, target)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(temp, target)
+    else:
+        try:
+            os.link(temp, target)  # fails if the target exists: no replace without force
+        except FileExistsError:
+            raise FileExistsError(f"{target}: appeared while it was written") from None
+        except OSError:  # a file system without hard links
+            check_output(target, force)
+            os.replace(temp, target)
+        else:
+            temp.unlink()
+    _fsync(target.parent)
+
+
+@contextlib.contextmanager
+def atomic_output(
+    target: str | os.PathLike[str],
+    force: bool = False,
+    directory: bool = False,
+    inputs: tuple[Path, ...] = (),
+) -> Iterator[Path]:
+    """Write ``target`` through a temporary name: ``with atomic_output(p) as tmp: ...``.
+
+    The body writes ``tmp`` (a file path to create; with ``directory=True`` a
+    directory made for it); on success the result is flushed and renamed to
+    ``target``; on any error, or an interrupt, the temporary is removed and
+    ``target`` is left as it was.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from pathlib import Path
+    >>> out = Path(tempfile.mkdtemp()) / "a.txt"
+    >>> with atomic_output(out) as tmp:
+    ...     _ = tmp.write_text("hello")
+    >>> out.read_text(), sorted(os.listdir(out.parent))
+    ('hello', ['a.txt'])
+    """
+    target = Path(target)
+    check_output(target, force, inputs)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale(target)
+    temp = temp_path(target)
+    _remove(temp)  # a leftover of this very pid (a reused pid)
+    if directory:
+        temp.mkdir()
+    try:
+        yield temp
+        publish(temp, target, force)
+    except BaseException:
+        _remove(temp)
+        raise
