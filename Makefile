@@ -82,10 +82,9 @@ compare: $(V311)/.deps $(V312)/.deps
 	$(V312)/bin/pip install $(PIP_QUIET) cbor2 xxhash tomli-w
 	$(V311)/bin/python benchmarks/compare.py --python $(V312)/bin/python --json compare.json
 
-# Kill tests (not part of make test, which runs a few): writers SIGKILLed at random
-# moments, 50+ trials per mode (directory / zip x write / append).
+# Stress runs (not part of make test; run on the installed package, after make test-311).
+# Container kills: writers SIGKILLed at random moments, 60 trials per mode (dir / zip x w / a).
 stress: $(V311)/.deps
-	$(V311)/bin/pip install $(PIP_QUIET) --no-build-isolation .
 	$(V311)/bin/python scripts/stress_kill.py --trials 60
 
 clean:
