@@ -10,6 +10,7 @@ read gets). Every path nncodecs creates beside a target comes from
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import zipfile
 from dataclasses import dataclass
@@ -288,6 +289,7 @@ class DirOutput(_LockedOutput):
             if mode == "a":
                 if not (path / "zarr.json").is_file():
                     raise FileNotFoundError(f"{path}: no container to append to")
+                _tidy(path)
                 self.in_place = True
                 self.store = LocalStore(path)
             else:
@@ -317,6 +319,34 @@ class DirOutput(_LockedOutput):
                 _remove(self.temp)
         finally:
             self.lock.release()
+
+
+# Zarr's LocalStore writes a key through "<stem>.<uuid4 hex>.partial" and a rename.
+_PARTIAL = re.compile(r"^[^/]*\.[0-9a-f]{32}\.partial$")
+
+
+def _tidy(path: Path) -> None:
+    """Remove what a writer killed in this directory container left at its top: Zarr's
+    partial metadata files and member folders holding nothing but those. Only after
+    an unfinished write (the root holds no consolidated metadata); what is removed
+    was made by nncodecs, and nothing else is touched."""
+    import json
+
+    try:
+        with open(path / "zarr.json", "rb") as f:
+            if json.loads(f.read(1 << 28)).get("consolidated_metadata"):
+                return
+    except (OSError, ValueError):
+        return
+    for entry in os.scandir(path):
+        if entry.is_file(follow_symlinks=False) and _PARTIAL.match(entry.name):
+            os.unlink(entry.path)
+        elif entry.is_dir(follow_symlinks=False):
+            inside = os.listdir(entry.path)
+            if "zarr.json" not in inside and all(_PARTIAL.match(n) for n in inside):
+                for name in inside:
+                    os.unlink(os.path.join(entry.path, name))
+                os.rmdir(entry.path)
 
 
 class ZipOutput(_LockedOutput):

@@ -36,6 +36,7 @@ from nncodecs.container import layout
 from nncodecs.container._store import open_store
 from nncodecs.container.names import escape
 from nncodecs.dtypes import as_numpy, dtype_name
+from nncodecs.outputs import check_output, is_url
 
 __all__ = ["ArchiveResult", "archive"]
 
@@ -177,6 +178,7 @@ def _write_slab(target: str, options: str, node: str, start: int, stop: int, row
     """Read a source's rows, encode and write them (whole shards or chunks).
     ``rows``: a loader, or the whole array (scattered to a cluster once)."""
     z = zarr.open_array(_store(target, options), path=node, mode="r+")
+    z = z.with_config(layout.ARRAY_CONFIG)  # every chunk stored: the "chunks" record
     if isinstance(rows, np.ndarray):
         data = rows[start:stop] if rows.ndim else rows
     else:
@@ -200,6 +202,11 @@ async def _create(models: list[_Model], options: dict | None, codec: str,
 
     async def one(m: _Model) -> tuple[Any, Any, list[Any]]:
         store, _ = open_store(m.target, "w", options)
+        # Mode "w" would empty what is there: an existing output is refused instead.
+        if not is_url(m.target):
+            check_output(Path(m.target))
+        elif not await store.is_empty(""):
+            raise FileExistsError(f"{m.target}: holds data already")
         group = await zarr.api.asynchronous.open_group(store=store, mode="w")
         await group.update_attributes({layout.ATTRS_KEY: {
             "format": layout.FORMAT, "version": layout.VERSION, "tensors": [],
@@ -212,6 +219,7 @@ async def _create(models: list[_Model], options: dict | None, codec: str,
                 attributes={layout.ATTRS_KEY: {"name": t.name, "layout": "dense",
                                                "complete": False}},
                 overwrite=True,  # a new group: nothing to check for
+                config=layout.ARRAY_CONFIG,
                 **layout.chunking(t.shape, t.dtype.itemsize, chunk_bytes, codec),
                 **layout.codec_settings(codec),
             )
@@ -229,7 +237,8 @@ async def _finish(models: list[_Model], made: list[tuple[Any, Any, list[Any]]]) 
     async def one(m: _Model, store: Any, group: Any, arrays: list[Any]) -> None:
         await asyncio.gather(*(
             z.update_attributes({layout.ATTRS_KEY: {"name": t.name, "layout": "dense",
-                                                    "complete": True}})
+                                                    "complete": True,
+                                                    "chunks": layout.CHUNKS_ALL}})
             for t, z in zip(m.tensors, arrays, strict=True)
         ))  # fmt: skip
         await group.update_attributes({layout.ATTRS_KEY: {

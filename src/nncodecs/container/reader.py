@@ -66,8 +66,9 @@ class Reader:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # consolidated metadata for Zarr v3
                 self._group = zarr.open_group(self._store, mode="r")
-            attrs = check_container(self._group)
-            self._open_members(where)
+                attrs = check_container(self._group)
+                # (no warning for a dead writer's leftovers: they are not members)
+                self._open_members(where)
         except (NotAContainerError, CorruptDataError) as exc:
             self.close()
             msg = str(exc)
