@@ -18,6 +18,10 @@ import pytest
 from nncodecs import CorruptDataError, NotAContainerError, Reader, Writer
 
 FIXTURES = Path(__file__).parent / "fixtures" / "containers"
+# Writers are forked (zarr resets its IO thread in the child; nncodecs' pool starts on use).
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:This process .* is multi-threaded:DeprecationWarning"
+)
 
 
 def _sha(a: np.ndarray) -> str:
