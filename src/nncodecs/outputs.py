@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "OutputLock",
     "atomic_output",
     "check_output",
     "is_container_dir",
@@ -48,6 +49,8 @@ __all__ = [
 #: The ``format`` attribute of a container's root group (nncodecs.container.layout.FORMAT).
 CONTAINER_FORMAT = "nncodecs-container"
 
+# A root zarr.json holds the consolidated metadata of every tensor: large for big models.
+_META_CAP = 1 << 28
 _TEMP = re.compile(r"^\.(?P<name>.+)\.nncodecs-(?P<pid>\d+)\.(?:tmp|old)$")
 
 
@@ -113,7 +116,7 @@ def is_container_dir(path: Path) -> bool:
         return False
     try:
         with meta.open("rb") as f:
-            doc = json.loads(f.read(1 << 26))
+            doc = json.loads(f.read(_META_CAP))
         return doc.get("attributes", {}).get("nncodecs", {}).get("format") == CONTAINER_FORMAT
     except (OSError, ValueError, AttributeError):
         return False
@@ -264,3 +267,78 @@ def atomic_output(
     except BaseException:
         _remove(temp)
         raise
+
+
+class OutputLock:
+    """The lock of a local container (``.NAME.nncodecs.lock``), held by one writer at a time.
+
+    An ``flock`` on the file (through :func:`filelock.lock_descriptor`), so a
+    writer that dies, however it dies, releases it: a lock file left by a dead
+    writer is simply taken over. The holder writes its pid into the file, and a
+    second writer's error names it. The file is removed on release.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> target = Path(tempfile.mkdtemp()) / "m.zarr"
+    >>> with OutputLock(target):
+    ...     OutputLock(target).acquire()
+    Traceback (most recent call last):
+    ...
+    BlockingIOError: ...m.zarr: another writer (pid ...) holds .m.zarr.nncodecs.lock
+    """
+
+    def __init__(self, target: Path) -> None:
+        self.target = Path(target)
+        self.path = lock_path(self.target)
+        self._fd: int | None = None
+
+    def acquire(self) -> OutputLock:
+        from filelock import lock_descriptor
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        for _ in range(8):  # the file can be removed by its holder between open and lock
+            # No O_TRUNC: the holder's pid stays readable; O_NOFOLLOW: never through a link.
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+            try:
+                if not lock_descriptor(fd, blocking=False):
+                    pid = os.read(fd, 32).decode("ascii", "replace").strip() or "unknown"
+                    raise BlockingIOError(
+                        errno.EWOULDBLOCK,
+                        f"{self.target}: another writer (pid {pid}) holds {self.path.name}",
+                    )
+                try:
+                    same = os.path.samestat(os.fstat(fd), os.stat(self.path, follow_symlinks=False))
+                except FileNotFoundError:
+                    same = False
+                if same:  # locked, and still the file at that name: ours
+                    os.ftruncate(fd, 0)
+                    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+                    self._fd, fd = fd, -1
+                    return self
+            finally:
+                if fd != -1:
+                    os.close(fd)
+        raise BlockingIOError(errno.EWOULDBLOCK, f"{self.target}: could not take {self.path.name}")
+
+    def release(self) -> None:
+        """Remove the lock file, then unlock (a waiter that opened it retries on the new one)."""
+        if self._fd is None:
+            return
+        fd, self._fd = self._fd, None
+        try:
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()
+        finally:
+            os.close(fd)  # closing releases the flock
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def __enter__(self) -> OutputLock:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()

@@ -1,59 +1,55 @@
-"""Open what a user passes as a container target as a Zarr store."""
+"""Open what a user passes as a container target as a Zarr store.
+
+Writers go through an :class:`Output` (where the bytes land before and
+after a commit, the lock, the temporaries); readers through
+:func:`open_store` and :class:`CheckedStore` (the integrity checks every
+read gets). Every path nncodecs creates beside a target comes from
+:mod:`nncodecs.outputs`.
+"""
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
+import re
+import shutil
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from zarr.abc.store import Store
-from zarr.storage import LocalStore, ZipStore
+from zarr.storage import LocalStore, WrapperStore, ZipStore
 
-__all__ = ["StagedZip", "open_store"]
+from nncodecs.errors import CorruptDataError, NotAContainerError
+from nncodecs.outputs import (
+    OutputLock,
+    _remove,
+    check_output,
+    is_url,
+    publish,
+    remove_stale,
+    temp_path,
+)
+
+__all__ = ["CheckedStore", "Output", "open_output", "open_store"]
+
+#: Metadata entries of a zip may be deflated; none inflates past this.
+METADATA_CAP = 64 << 20
 
 
-class StagedZip:
-    """A zip container written through a staging directory.
+def local_path(target: Any) -> Path | None:
+    """The local path of a target (``file://`` stripped), ``None`` for URLs and stores."""
+    if isinstance(target, Store) or is_url(target):
+        return None
+    if isinstance(target, str | os.PathLike):
+        return Path(str(target).removeprefix("file://"))
+    raise TypeError(
+        f"a container target is a path, a URL or a Zarr store, got {type(target).__name__}"
+    )
 
-    Zarr's ZipStore appends a new entry each time a key is rewritten (the
-    metadata is rewritten often while a model streams in) and a zip file has
-    no usable index until it is closed. So a Writer fills a directory beside
-    the target and, on close, writes the zip to a temporary file and renames
-    it over the target: a writer killed at any point leaves the previous zip
-    untouched.
-    """
 
-    def __init__(self, path: Path, mode: str) -> None:
-        import tempfile
-        import zipfile
-
-        self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
-        if mode == "a":
-            if not path.exists():
-                raise FileNotFoundError(f"no container at {path} to append to")
-            with zipfile.ZipFile(path) as z:
-                z.extractall(self.staging)
-        self.store = LocalStore(self.staging)
-
-    def commit(self) -> None:
-        """Write the zip (stored, not deflated: the chunks are compressed) and swap it in."""
-        import shutil
-        import zipfile
-
-        partial = self.path.with_name(self.path.name + ".partial")
-        with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as z:
-            for file in sorted(self.staging.rglob("*")):
-                if file.is_file():
-                    z.write(file, file.relative_to(self.staging).as_posix())
-        os.replace(partial, self.path)
-        shutil.rmtree(self.staging, ignore_errors=True)
-
-    def abandon(self) -> None:
-        import shutil
-
-        shutil.rmtree(self.staging, ignore_errors=True)
+def _is_zip_target(path: Path) -> bool:
+    return path.suffix == ".zip" or (path.is_file() and not path.is_symlink())
 
 
 def open_store(
@@ -63,11 +59,17 @@ def open_store(
     (``memory://``, ``s3://`` ...: through fsspec, with ``storage_options`` such as an
     ``endpoint_url`` and keys), or any Zarr store object.
 
-    ``owned`` says whether the caller must close the store.
+    ``owned`` says whether the caller must close the store. Writers use
+    :func:`open_output`; this serves readers and the parallel archive.
     """
     if isinstance(target, Store):
         return target, False
-    if isinstance(target, str) and "://" in target and not target.startswith("file://"):
+    if is_url(target):
+        if str(target).rstrip("/").endswith(".zip"):
+            raise ValueError(
+                f"{target}: a zip container on an object store is not supported; "
+                "write a directory container there (s3://bucket/model.zarr)"
+            )
         from zarr.storage import FsspecStore
 
         store = FsspecStore.from_url(
@@ -76,17 +78,363 @@ def open_store(
         return store, True
     if storage_options:
         raise ValueError("storage_options go with a URL target (s3://...)")
-    if isinstance(target, str | os.PathLike):
-        path = Path(str(target).removeprefix("file://"))
-        if path.suffix == ".zip":
-            if mode != "r":  # writers go through StagedZip, never through ZipStore
-                raise ValueError(f"{path}: a zip container is written through StagedZip")
-            if not path.exists():
-                raise FileNotFoundError(f"no container at {path}")
-            return ZipStore(path, mode="r"), True
-        if mode == "r" and not path.exists():
-            raise FileNotFoundError(f"no container at {path}")
-        return LocalStore(path, read_only=mode == "r"), True
-    raise TypeError(
-        f"a container target is a path, a URL or a Zarr store, got {type(target).__name__}"
-    )
+    path = local_path(target)
+    assert path is not None
+    if mode != "r":
+        return LocalStore(path), True
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such container")
+    if _is_zip_target(path):
+        return _open_zip(path), True
+    if not (path / "zarr.json").is_file():
+        raise NotAContainerError(f"{path}: not an nncodecs container (no zarr.json)")
+    return LocalStore(path, read_only=True), True
+
+
+def _open_zip(path: Path) -> ZipStore:
+    if not zipfile.is_zipfile(path):
+        raise NotAContainerError(f"{path}: not an nncodecs container (not a zip file)")
+    store = ZipStore(path, mode="r")
+    try:
+        store._sync_open()
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+        raise CorruptDataError(f"{path}: a damaged zip file ({exc})") from None
+    return store
+
+
+def _zip_problems(zf: zipfile.ZipFile) -> dict[str, str]:
+    """Entries a reader must refuse: deflated chunks (a zip bomb inflates whole) and
+    metadata that would inflate past METADATA_CAP."""
+    bad = {}
+    for info in zf.infolist():
+        meta = info.filename.rsplit("/", 1)[-1] == "zarr.json"
+        if meta and info.file_size > METADATA_CAP:
+            bad[info.filename] = f"metadata of {info.file_size} bytes (at most {METADATA_CAP})"
+        elif not meta and info.compress_type != zipfile.ZIP_STORED:
+            bad[info.filename] = "a compressed chunk entry (chunk entries are stored)"
+    return bad
+
+
+# -- reading: the checks every read gets --------------------------------------------
+
+
+@dataclass(frozen=True)
+class Strict:
+    """A tensor's array whose every chunk was written (the ``chunks: "all"`` record)."""
+
+    name: str
+    count: int  # chunks along the first (only chunked) axis
+    per: int  # chunks per shard, 0 when unsharded
+
+
+class CheckedStore(WrapperStore):
+    """A Reader's view of a store: what Zarr would quietly read as fill values, or
+    read from outside the container, is an error instead.
+
+    - a chunk (or a shard's chunk) of an array recorded as fully written that
+      is missing: :class:`CorruptDataError` naming the tensor;
+    - a key of a directory container that resolves outside it (a link);
+    - a compressed chunk entry, or an oversized metadata entry, of a zip.
+    """
+
+    def __init__(self, store: Any) -> None:
+        super().__init__(store)
+        self.strict: dict[str, Strict] = {}
+        root = getattr(store, "root", None) if isinstance(store, LocalStore) else None
+        self._root = os.path.realpath(root) if root is not None else None
+        self._bad: dict[str, str] = {}
+        if isinstance(store, ZipStore):
+            if not store._is_open:
+                store._sync_open()
+            self._bad = _zip_problems(store._zf)
+
+    def _with_store(self, store: Any) -> CheckedStore:
+        out = type(self)(store)
+        out.strict = self.strict
+        return out
+
+    def check_key(self, key: str) -> None:
+        """Refuse a key that leaves the container or that a reader must not inflate."""
+        if key in self._bad:
+            raise CorruptDataError(f"{self._describe()}: {key}: {self._bad[key]}")
+        if self._root is not None:
+            real = os.path.realpath(os.path.join(self._root, key))
+            if real != self._root and not real.startswith(self._root + os.sep):
+                raise CorruptDataError(
+                    f"{self._describe()}: {key} is a link to {real}, outside the container"
+                )
+
+    def _describe(self) -> str:
+        store = self._store
+        return str(getattr(store, "path", None) or getattr(store, "root", None) or store)
+
+    def _strict_of(self, key: str) -> tuple[Strict, tuple[int, ...]] | None:
+        if not self.strict:
+            return None
+        parts = key.split("/")
+        for j in range(len(parts) - 1, 0, -1):
+            if parts[j] == "c":
+                node = self.strict.get("/".join(parts[:j]))
+                if node is not None:
+                    try:
+                        return node, tuple(int(p) for p in parts[j + 1 :])
+                    except ValueError:
+                        return None
+        return None
+
+    async def get(self, key: str, prototype: Any, byte_range: Any = None) -> Any:
+        self.check_key(key)
+        buf = await self._store.get(key, prototype, byte_range)
+        found = self._strict_of(key)
+        if found is None:
+            return buf
+        node, coords = found
+        if buf is None:
+            raise CorruptDataError(f"tensor {node.name!r}: chunk {key} is missing")
+        if node.per:
+            from zarr.abc.store import SuffixByteRequest
+
+            index_len = 16 * node.per + 4
+            suffix = isinstance(byte_range, SuffixByteRequest) and byte_range.suffix == index_len
+            if byte_range is None or suffix:
+                self._check_index(node, key, coords, buf.to_bytes()[-index_len:])
+        return buf
+
+    @staticmethod
+    def _check_index(node: Strict, key: str, coords: tuple[int, ...], index: bytes) -> None:
+        import numpy as np
+
+        shard = coords[0] if coords else 0
+        inner = min(node.per, node.count - shard * node.per)
+        if len(index) < 16 * node.per + 4:
+            raise CorruptDataError(f"tensor {node.name!r}: shard {key} is cut short")
+        spans = np.frombuffer(index[:-4], "<u8").reshape(node.per, 2)[:inner]
+        empty = np.flatnonzero((spans == 2**64 - 1).all(axis=1))
+        if empty.size:
+            raise CorruptDataError(
+                f"tensor {node.name!r}: chunk {int(empty[0])} of shard {key} is missing "
+                "(its index entry is empty)"
+            )
+
+
+# -- writing: where the bytes go until a commit --------------------------------------
+
+
+class Output:
+    """Where a Writer writes: its store, and what ``commit`` / ``abandon`` / ``close`` do.
+
+    ``in_place``: writes land in the named container at once (a directory
+    appended to, or one already published); else in a temporary copy that
+    ``commit`` publishes.
+    """
+
+    store: Any
+    owned: bool = True
+    in_place: bool = True
+    local: bool = False
+
+    def commit(self) -> bool:
+        """Make what the store holds the container at the target. Returns whether
+        ``store`` changed (the writer then reopens its group on it)."""
+        return False
+
+    def abandon(self) -> None:
+        """Drop what was not committed; leave the target as the last commit left it."""
+        self.close()
+
+    def close(self) -> None:
+        if self.owned:
+            self.store.close()
+
+
+class StoreOutput(Output):
+    """A Zarr store object or an fsspec URL: written in place, no lock (object stores
+    hold no locks: concurrent writers to one URL are not supported)."""
+
+    def __init__(self, store: Any, owned: bool) -> None:
+        self.store, self.owned = store, owned
+
+
+class _LockedOutput(Output):
+    local = True
+
+    def __init__(self, path: Path) -> None:
+        if path.is_symlink():
+            raise FileExistsError(f"{path}: a link; nncodecs never writes through a link")
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.lock = OutputLock(path).acquire()
+        try:
+            remove_stale(path)
+        except BaseException:
+            self.lock.release()
+            raise
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self.lock.release()
+
+
+class DirOutput(_LockedOutput):
+    """A directory container: a new one is written under ``.NAME.nncodecs-PID.tmp``
+    and renamed into place at its first commit; an existing one (mode ``"a"``)
+    is written in place, under the lock."""
+
+    def __init__(self, path: Path, mode: str, overwrite: bool) -> None:
+        super().__init__(path)
+        try:
+            self.overwrite = overwrite
+            if mode == "a":
+                if not (path / "zarr.json").is_file():
+                    raise FileNotFoundError(f"{path}: no container to append to")
+                _tidy(path)
+                self.in_place = True
+                self.store = LocalStore(path)
+            else:
+                check_output(path, overwrite)
+                self.temp = temp_path(path)
+                _remove(self.temp)  # a leftover of this very pid (a reused pid)
+                self.temp.mkdir()
+                self.in_place = False
+                self.store = LocalStore(self.temp)
+        except BaseException:
+            self.lock.release()
+            raise
+
+    def commit(self) -> bool:
+        if self.in_place:
+            return False
+        self.store.close()
+        publish(self.temp, self.path, force=self.overwrite)
+        self.in_place = True
+        self.store = LocalStore(self.path)
+        return True
+
+    def abandon(self) -> None:
+        try:
+            self.store.close()
+            if not self.in_place:
+                _remove(self.temp)
+        finally:
+            self.lock.release()
+
+
+# Zarr's LocalStore writes a key through "<stem>.<uuid4 hex>.partial" and a rename.
+_PARTIAL = re.compile(r"^[^/]*\.[0-9a-f]{32}\.partial$")
+
+
+def _tidy(path: Path) -> None:
+    """Remove what a writer killed in this directory container left at its top: Zarr's
+    partial metadata files and member folders holding nothing but those. Only after
+    an unfinished write (the root holds no consolidated metadata); what is removed
+    was made by nncodecs, and nothing else is touched."""
+    import json
+
+    try:
+        with open(path / "zarr.json", "rb") as f:
+            if json.loads(f.read(1 << 28)).get("consolidated_metadata"):
+                return
+    except (OSError, ValueError):
+        return
+    for entry in os.scandir(path):
+        if entry.is_file(follow_symlinks=False) and _PARTIAL.match(entry.name):
+            os.unlink(entry.path)
+        elif entry.is_dir(follow_symlinks=False):
+            inside = os.listdir(entry.path)
+            if "zarr.json" not in inside and all(_PARTIAL.match(n) for n in inside):
+                for name in inside:
+                    os.unlink(os.path.join(entry.path, name))
+                os.rmdir(entry.path)
+
+
+class ZipOutput(_LockedOutput):
+    """A zip container: written into ``.NAME.nncodecs-PID.tmp/store`` (the previous
+    zip unpacked there in mode ``"a"``); each commit writes
+    ``.NAME.nncodecs-PID.tmp/new.zip`` and renames it over the target."""
+
+    def __init__(self, path: Path, mode: str, overwrite: bool) -> None:
+        super().__init__(path)
+        try:
+            if mode == "a" and not path.is_file():
+                raise FileNotFoundError(f"{path}: no container to append to")
+            if mode == "w":
+                check_output(path, overwrite)
+            self.force = overwrite or mode == "a"
+            self.temp = temp_path(path)
+            _remove(self.temp)
+            staging = self.temp / "store"
+            staging.mkdir(parents=True)
+            if mode == "a":
+                _unpack(path, staging)
+            self.in_place = False
+            self.store = LocalStore(staging)
+        except BaseException:
+            _remove(getattr(self, "temp", Path("/nonexistent")))
+            self.lock.release()
+            raise
+
+    def commit(self) -> bool:
+        """Write the zip (stored, not deflated: the chunks are compressed) and swap it in."""
+        staging, out = self.temp / "store", self.temp / "new.zip"
+        with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as z:
+            for file in sorted(staging.rglob("*")):
+                if file.is_file() and not file.name.endswith(".partial"):
+                    z.write(file, file.relative_to(staging).as_posix())
+        publish(out, self.path, force=self.force)
+        self.force = True  # from now on the zip there is this writer's
+        return False
+
+    def abandon(self) -> None:
+        self.close()
+
+    def close(self) -> None:
+        try:
+            self.store.close()
+            _remove(self.temp)
+        finally:
+            self.lock.release()
+
+
+def _unpack(path: Path, staging: Path) -> None:
+    """Unpack a zip container for appending, refusing what a reader refuses."""
+    zf = _open_zip(path)._zf
+    bad = _zip_problems(zf)
+    if bad:
+        key, why = next(iter(bad.items()))
+        raise CorruptDataError(f"{path}: {key}: {why}")
+    for info in zf.infolist():
+        name = PurePosixPath(info.filename)
+        if info.is_dir():
+            continue
+        if name.is_absolute() or ".." in name.parts:
+            raise CorruptDataError(f"{path}: entry {info.filename!r} leaves the container")
+        dest = staging.joinpath(*name.parts)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        with zf.open(info) as src, open(dest, "xb") as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
+    zf.close()
+
+
+def open_output(
+    target: Any, mode: str, overwrite: bool, storage_options: dict[str, Any] | None
+) -> Output:
+    """The Output of a Writer's target (see :class:`nncodecs.Writer`)."""
+    if isinstance(target, Store):
+        return StoreOutput(target, owned=False)
+    if is_url(target):
+        store, owned = open_store(target, mode, storage_options)
+        return StoreOutput(store, owned)
+    if storage_options:
+        raise ValueError("storage_options go with a URL target (s3://...)")
+    path = local_path(target)
+    assert path is not None
+    if path.suffix == ".zip":
+        return ZipOutput(path, mode, overwrite)
+    if path.is_file() and not path.is_symlink():
+        if mode == "a":
+            raise NotAContainerError(f"{path}: a file, not a directory container")
+        if not overwrite:
+            raise FileExistsError(f"{path}: exists (a file); use overwrite=True to replace it")
+    return DirOutput(path, mode, overwrite)

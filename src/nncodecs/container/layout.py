@@ -39,6 +39,17 @@ CHUNK_BYTES = 2 << 20
 CHUNKS_PER_SHARD = 16
 
 
+#: The group attribute ``records`` of a container whose every tensor carries
+#: its integrity records: ``chunks`` (``"all"``: every chunk of the grid is
+#: stored, a missing one is corruption, not fill values) and, for codecs
+#: without a checksum of their own, ``crc32c`` of the tensor's bytes.
+RECORDS = 1
+CHUNKS_ALL = "all"
+UNCHECKED_CODECS = ("zstd", "raw")
+#: Every chunk is stored, even one of fill values only (so none is ever missing).
+ARRAY_CONFIG = {"write_empty_chunks": True}
+
+
 def codec_settings(codec: str, level: int = 3) -> dict[str, Any]:
     """``create_array`` keywords for a codec name."""
     if codec in ("auto", "rans", "huffman"):
@@ -60,7 +71,7 @@ def chunking(
     """
     if not shape:
         return {"chunks": ()}
-    if codec == "raw":
+    if codec == "raw" or math.prod(shape) == 0:  # (no elements: no chunks to iterate over)
         return {"chunks": tuple(max(1, d) for d in shape)}
     row = max(1, math.prod(shape[1:]) * itemsize)
     rows = max(1, min(shape[0], chunk_bytes // row))

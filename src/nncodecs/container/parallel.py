@@ -185,6 +185,7 @@ def _write_slab(target: str, options: str, node: str, start: int, stop: int, row
     """Read a source's rows, encode and write them (whole shards or chunks).
     ``rows``: a loader, or the whole array (scattered to a cluster once)."""
     z = zarr.open_array(_store(target, options), path=node, mode="r+")
+    z = z.with_config(layout.ARRAY_CONFIG)  # every chunk stored: the "chunks" record
     if isinstance(rows, np.ndarray):
         data = rows[start:stop] if rows.ndim else rows
     else:
@@ -208,6 +209,11 @@ async def _create(models: list[_Model], options: dict | None, codec: str,
 
     async def one(m: _Model) -> tuple[Any, Any, list[Any]]:
         store, _ = open_store(m.target, "w", options)
+        # Mode "w" would empty what is there: an existing output is refused instead.
+        if not is_url(m.target):
+            check_output(Path(m.target))
+        elif not await store.is_empty(""):
+            raise FileExistsError(f"{m.target}: holds data already")
         group = await zarr.api.asynchronous.open_group(store=store, mode="w")
         await group.update_attributes({layout.ATTRS_KEY: {
             "format": layout.FORMAT, "version": layout.VERSION, "tensors": [],
@@ -220,6 +226,7 @@ async def _create(models: list[_Model], options: dict | None, codec: str,
                 attributes={layout.ATTRS_KEY: {"name": t.name, "layout": "dense",
                                                "complete": False}},
                 overwrite=True,  # a new group: nothing to check for
+                config=layout.ARRAY_CONFIG,
                 **layout.chunking(t.shape, t.dtype.itemsize, chunk_bytes, codec),
                 **layout.codec_settings(codec),
             )
@@ -237,7 +244,8 @@ async def _finish(models: list[_Model], made: list[tuple[Any, Any, list[Any]]]) 
     async def one(m: _Model, store: Any, group: Any, arrays: list[Any]) -> None:
         await asyncio.gather(*(
             z.update_attributes({layout.ATTRS_KEY: {"name": t.name, "layout": "dense",
-                                                    "complete": True}})
+                                                    "complete": True,
+                                                    "chunks": layout.CHUNKS_ALL}})
             for t, z in zip(m.tensors, arrays, strict=True)
         ))  # fmt: skip
         await group.update_attributes({layout.ATTRS_KEY: {

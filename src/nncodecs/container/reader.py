@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+import os
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,10 +18,17 @@ from nncodecs import _core
 from nncodecs.codecs._shell import set_threads
 from nncodecs.codecs.weights import NumcodecsWeights, Weights
 from nncodecs.container import layout
-from nncodecs.container._store import open_store
+from nncodecs.container._store import CheckedStore, Strict, open_store
+from nncodecs.container.names import escape
 from nncodecs.container.writer import Writer, check_container, tensor_name
 from nncodecs.dtypes import dtype_name, float_layout, to_torch
-from nncodecs.errors import CorruptDataError
+from nncodecs.errors import CorruptDataError, NotAContainerError
+
+#: Tensors up to this size are read without checking their declared size first.
+_SIZE_CHECK_FROM = 64 << 20
+#: A tensor that declares more than this many times its stored bytes has its
+#: frames' own sizes checked before its output is allocated.
+_RATIO_CHECK = 64
 
 __all__ = ["Reader", "TensorInfo", "merge"]
 
@@ -51,25 +59,63 @@ class Reader:
     ) -> None:
         if threads is not None:
             set_threads(threads)
-        self._store, self._owned = open_store(target, "r", storage_options)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # consolidated metadata for Zarr v3
-            self._group = zarr.open_group(self._store, mode="r")
-        attrs = check_container(self._group)
+        self._base, self._owned = open_store(target, "r", storage_options)
+        where = _describe(target)
+        try:
+            self._store = CheckedStore(self._base)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # consolidated metadata for Zarr v3
+                self._group = zarr.open_group(self._store, mode="r")
+                attrs = check_container(self._group)
+                # (no warning for a dead writer's leftovers: they are not members)
+                self._open_members(where)
+        except (NotAContainerError, CorruptDataError) as exc:
+            self.close()
+            msg = str(exc)
+            raise type(exc)(msg if msg.startswith(where) else f"{where}: {msg}") from None
+        except (FileNotFoundError, KeyError, ValueError, TypeError) as exc:
+            self.close()
+            if "zarr" in type(exc).__module__ or "group" in str(exc).lower():
+                raise NotAContainerError(
+                    f"{where}: not an nncodecs container (no Zarr group)"
+                ) from None
+            raise CorruptDataError(f"{where}: unreadable metadata ({exc})") from None
         self.metadata: dict[str, str] = dict(attrs.get("metadata", {}))
-        # name -> (layout, the array or the sub-group, its attributes)
-        self._entries: dict[str, tuple[str, Any, dict]] = {}
-        for node, member in self._group.members():
-            tattrs = member.attrs.get(layout.ATTRS_KEY)
-            if isinstance(tattrs, dict) and tattrs.get("complete"):
-                kind = tattrs.get("layout", "dense")
-                if (kind == "dense") == isinstance(member, zarr.Array):
-                    self._entries[tensor_name(node, tattrs)] = (kind, member, tattrs)
+        self._records = attrs.get("records") == layout.RECORDS
         self._arrays = {n: e[1] for n, e in self._entries.items()}
         # The recorded order first, then complete tensors written after the
         # last time the order was saved (a writer that did not close).
         order = [n for n in attrs.get("tensors", []) if n in self._arrays]
         self._order = order + sorted(set(self._arrays) - set(order))
+
+    def _open_members(self, where: str) -> None:
+        """The complete tensors (name -> layout, node, attributes), their names
+        checked against their nodes, and the arrays whose every chunk is recorded."""
+        # name -> (layout, the array or the sub-group, its attributes)
+        self._entries: dict[str, tuple[str, Any, dict]] = {}
+        nodes: dict[str, str] = {}
+        for node, member in self._group.members():
+            tattrs = member.attrs.get(layout.ATTRS_KEY)
+            if not (isinstance(tattrs, dict) and tattrs.get("complete")):
+                continue
+            kind = tattrs.get("layout", "dense")
+            if (kind == "dense") != isinstance(member, zarr.Array):
+                continue
+            name = tensor_name(node, tattrs)
+            if name in nodes or escape(name) != node:
+                other = nodes.get(name, escape(name))
+                raise CorruptDataError(
+                    f"nodes {other!r} and {node!r} both claim the tensor name {name!r}"
+                )
+            nodes[name] = node
+            self._entries[name] = (kind, member, tattrs)
+            arrays = [(member, tattrs)] if kind == "dense" else [
+                (a, a.attrs.get(layout.ATTRS_KEY)) for _, a in member.arrays()]  # fmt: skip
+            for z, zattrs in arrays:
+                if isinstance(zattrs, dict) and zattrs.get("chunks") == layout.CHUNKS_ALL:
+                    strict = _strict(name, z)
+                    if strict is not None:
+                        self._store.strict[z.path] = strict
 
     def keys(self) -> list[str]:
         """Tensor names, in the order they were written."""
@@ -141,14 +187,24 @@ class Reader:
         kind = self.layout(name)
         if kind != "dense":
             return self._read_composite(name, kind, to)
+        z = self[name]
+        if z.size == 0:  # constant time and memory, whatever the declared shape
+            return _convert(np.empty(z.shape, z.dtype), to)
         mapped = self._memory_map(name) if to == "numpy" else None
         if mapped is not None:
             return mapped
+        return _convert(self._read_array(name, z), to)
+
+    def _read_array(self, name: str, z: Any) -> np.ndarray:
+        """A whole array, its declared size checked against what is stored first."""
+        if z.size == 0:
+            return np.empty(z.shape, z.dtype)
         try:
-            arr = self[name][...]
+            _check_size(z, self._store)
+            return z[...]
         except CorruptDataError as exc:
-            raise CorruptDataError(f"tensor {name!r}: {exc}") from exc
-        return _convert(arr, to)
+            msg = str(exc) if str(exc).startswith("tensor") else f"tensor {name!r}: {exc}"
+            raise CorruptDataError(msg) from exc
 
     def to_dask(self, name: str | None = None) -> Any:
         """A dense tensor as a dask array over its Zarr array (its chunks read
@@ -203,10 +259,7 @@ class Reader:
 
     def _read_composite(self, name: str, kind: str, to: str) -> Any:
         _, group, attrs = self._entries[name]
-        try:
-            parts = {part: arr[...] for part, arr in group.arrays()}
-        except CorruptDataError as exc:
-            raise CorruptDataError(f"tensor {name!r}: {exc}") from exc
+        parts = {part: self._read_array(name, arr) for part, arr in group.arrays()}
         if kind in ("mxfp4", "nvfp4"):
             pair = (parts["blocks"], parts["scales"])
             return tuple(_convert(a, to) for a in pair) if to != "numpy" else pair
@@ -233,12 +286,20 @@ class Reader:
         if z.dtype.itemsize > 1 and endian != "little":
             return None
         key = f"{z.path}/{layout.single_chunk_key(z.ndim)}"
-        located = _locate(self._store, key)
+        self._store.check_key(key)
+        try:
+            located = _locate(self._base, key)
+        except CorruptDataError as exc:
+            raise CorruptDataError(f"tensor {name!r}: {exc}") from None
         if located is None:
+            if z.path in self._store.strict:
+                raise CorruptDataError(f"tensor {name!r}: chunk {key} is missing")
             return None
         path, offset, length = located
         if length != z.nbytes:
-            return None
+            raise CorruptDataError(
+                f"tensor {name!r}: its raw chunk holds {length} bytes, its shape says {z.nbytes}"
+            )
         return np.memmap(path, dtype=z.dtype, mode="r", offset=offset, shape=tuple(z.shape))
 
     def read_into(self, name: str, out: np.ndarray) -> np.ndarray:
@@ -255,22 +316,116 @@ class Reader:
         return out
 
     def verify(self) -> None:
-        """Decode every tensor, checking every frame's CRC32C.
+        """Decode every tensor, checking every frame's CRC32C and, for tensors
+        stored raw or with zstd, the CRC32C of the whole tensor (where recorded).
 
         Raises CorruptDataError naming the first bad tensor.
         """
         for name in self._order:
-            self.read_tensor(name)
+            value = self.read_tensor(name)
+            kind, member, _ = self._entries[name]
+            if kind == "dense":
+                _check_crc(name, member, value)
+            else:
+                for part, z in member.arrays():
+                    _check_crc(name, z, self._read_array(name, z), part)
 
     def close(self) -> None:
         if self._owned:
-            self._store.close()
+            self._base.close()
 
     def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _describe(target: Any) -> str:
+    from zarr.abc.store import Store
+
+    if isinstance(target, Store):
+        return type(target).__name__
+    return str(target)
+
+
+def _strict(name: str, z: Any) -> Strict | None:
+    """The chunk geometry of an array laid out as the Writer lays them (chunks along
+    the first axis only, in shards or not); ``None`` for any other layout."""
+    shape, chunks = tuple(z.shape), tuple(z.chunks)
+    if shape and tuple(chunks[1:]) != tuple(max(1, d) for d in shape[1:]):
+        return None
+    count = -(-shape[0] // chunks[0]) if shape else 1
+    if math.prod(shape) == 0:
+        count = 0
+    per = 0
+    if z.shards is not None:
+        if tuple(z.shards[1:]) != tuple(chunks[1:]):
+            return None
+        per = z.shards[0] // chunks[0]
+    return Strict(name, count, per)
+
+
+def _check_crc(name: str, z: Any, value: Any, part: str | None = None) -> None:
+    attrs = z.attrs.get(layout.ATTRS_KEY)
+    want = attrs.get("crc32c") if isinstance(attrs, dict) else None
+    if want is None:
+        return
+    got = _core.crc32c(np.ascontiguousarray(value).reshape(-1).view(np.uint8))
+    if got != want:
+        what = f"tensor {name!r}" + (f" ({part})" if part else "")
+        raise CorruptDataError(f"{what}: CRC32C {got:#010x}, recorded {want:#010x}")
+
+
+def _check_size(z: Any, store: CheckedStore) -> None:
+    """Before a large array's output is allocated: its declared size against its
+    stored chunks (a forged shape in zarr.json must not allocate gigabytes).
+
+    A declared size past _RATIO_CHECK times the stored bytes has the chunks'
+    own decoded sizes read from their frames (those bytes are small, by that
+    very ratio); an array recorded as fully written must have every chunk.
+    """
+    nbytes = int(z.nbytes)
+    if nbytes <= _SIZE_CHECK_FROM:
+        return
+    from zarr.core.sync import sync
+
+    stored = int(sync(store.getsize_prefix(f"{z.path}/c")))
+    if nbytes <= stored * _RATIO_CHECK:
+        return
+    strict = store.strict.get(z.path)
+    names = [c["name"] for c in z.metadata.to_dict()["codecs"]]
+    chunk_nbytes = math.prod(z.chunks) * z.dtype.itemsize
+    frames = _chunk_frames(z, missing=None)
+    if frames is None:
+        raise CorruptDataError(
+            f"declares {nbytes} bytes ({'+'.join(names)}) in {stored} stored bytes"
+        )
+    present = [f for f in frames if f is not None]
+    if strict is not None and len(present) != len(frames):
+        raise CorruptDataError(f"{len(frames) - len(present)} of {len(frames)} chunks are missing")
+    for frame in present:
+        got = _decoded_len(frame, chunk_nbytes)
+        if got != chunk_nbytes:
+            raise CorruptDataError(
+                f"declares chunks of {chunk_nbytes} bytes; a stored one decodes to {got}"
+            )
+
+
+def _decoded_len(frame: np.ndarray, limit: int) -> int:
+    """The size a weights or zstd frame says it decodes to (-1: it does not say)."""
+    if frame[:4].tobytes() == b"\x28\xb5\x2f\xfd":
+        import zstandard
+
+        try:
+            return int(zstandard.frame_content_size(frame.tobytes()))
+        except zstandard.ZstdError:
+            return -1
+    try:
+        info = _core.frame_index(frame, max(limit, 1), int(frame.size))
+    except (ValueError, RuntimeError):
+        return -1
+    return int(info["decoded_len"]) if info else -1
 
 
 def _convert(arr: np.ndarray, to: str) -> Any:
@@ -285,11 +440,12 @@ def _convert(arr: np.ndarray, to: str) -> Any:
     raise ValueError(f"to must be 'numpy', 'torch' or 'cupy', got {to!r}")
 
 
-def _chunk_frames(z: Any) -> list[np.ndarray] | None:
-    """The ``weights`` frames of an array's chunks, in order, as the Writer
-    lays them out (chunks along the first axis only, in shards or not);
-    ``None`` for any other codec or layout. A chunk never written (all fill
-    value) gets a frame of fill values, encoded here."""
+def _chunk_frames(z: Any, missing: str = "fill") -> list[Any] | None:
+    """The ``weights`` (or, with ``missing=None``, ``zstd``) frames of an array's
+    chunks, in order, as the Writer lays them out (chunks along the first axis
+    only, in shards or not); ``None`` for any other codec or layout. A chunk
+    never written (all fill value) gets a frame of fill values, encoded here
+    (``missing=None``: ``None`` in its place)."""
     from zarr.core.buffer import default_buffer_prototype
     from zarr.core.sync import sync
 
@@ -301,7 +457,8 @@ def _chunk_frames(z: Any) -> list[np.ndarray] | None:
         if config["index_location"] != "end" or index != ["bytes", "crc32c"]:
             return None
         codecs = list(config["codecs"])
-    if [c["name"] for c in codecs] != [Weights.codec_id]:
+    names = [c["name"] for c in codecs]
+    if names != [Weights.codec_id] and (missing is not None or names != ["bytes", "zstd"]):
         return None
     shape, chunks = tuple(z.shape), tuple(z.chunks)
     if shape and tuple(chunks[1:]) != tuple(max(1, d) for d in shape[1:]):
@@ -322,7 +479,9 @@ def _chunk_frames(z: Any) -> list[np.ndarray] | None:
 
     filler: list[np.ndarray] = []
 
-    def fill() -> np.ndarray:  # the frame of a chunk of fill values
+    def fill() -> Any:  # the frame of a chunk of fill values
+        if missing is None:
+            return None
         if not filler:
             data = np.full(chunks, z.fill_value, dtype=z.dtype)
             frame = NumcodecsWeights(**codecs[0]["configuration"]).encode(data)
@@ -380,18 +539,27 @@ def _locate(store: Any, key: str) -> tuple[str, int, int] | None:
         import struct
         import zipfile
 
-        with zipfile.ZipFile(store.path) as z:
-            try:
-                info = z.getinfo(key)
-            except KeyError:
-                return None
-            if info.compress_type != zipfile.ZIP_STORED:
-                return None
-            with open(store.path, "rb") as f:
-                f.seek(info.header_offset)
-                header = f.read(30)
+        if not store._is_open:
+            store._sync_open()
+        try:
+            info = store._zf.getinfo(key)
+        except KeyError:
+            return None
+        if info.compress_type != zipfile.ZIP_STORED:
+            raise CorruptDataError(f"{key}: a compressed chunk entry (chunk entries are stored)")
+        size = os.path.getsize(store.path)
+        with open(store.path, "rb") as f:
+            f.seek(info.header_offset)
+            header = f.read(30)
+            if len(header) < 30 or header[:4] != b"PK\x03\x04":
+                raise CorruptDataError(f"{key}: its local zip header is damaged")
             name_len, extra_len = struct.unpack("<HH", header[26:30])
-            return str(store.path), info.header_offset + 30 + name_len + extra_len, info.file_size
+            if f.read(name_len) != key.encode():
+                raise CorruptDataError(f"{key}: its local zip header names another entry")
+        start = info.header_offset + 30 + name_len + extra_len
+        if start + info.file_size > size:
+            raise CorruptDataError(f"{key}: its bytes pass the end of the zip")
+        return str(store.path), start, info.file_size
     return None
 
 

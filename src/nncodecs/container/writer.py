@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import warnings
-from pathlib import Path
 from typing import Any, Self
 
 import numpy as np
@@ -13,12 +11,14 @@ import zarr
 from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync
 
+from nncodecs import _core
 from nncodecs.codecs._shell import set_threads
 from nncodecs.container import layout
-from nncodecs.container._store import StagedZip, open_store
+from nncodecs.container._store import Output, StoreOutput, open_output
 from nncodecs.container.names import escape, unescape
 from nncodecs.dtypes import as_numpy, dtype_name
 from nncodecs.errors import NotAContainerError
+from nncodecs.outputs import is_url
 
 __all__ = ["Writer"]
 
@@ -55,8 +55,9 @@ class Writer:
         ``*.zarr`` directory, ``*.zip`` single file, an fsspec URL
         (``memory://...``) or any Zarr store.
     mode : {"w", "a"}
-        ``"w"`` creates (replacing what is there); ``"a"`` adds tensors to an
-        existing container without rewriting the ones it has.
+        ``"w"`` creates a container (an existing output is refused unless
+        ``overwrite``); ``"a"`` adds tensors to an existing container without
+        rewriting the ones it has.
     codec : {"auto", "rans", "huffman", "zstd", "raw"}
         Default codec of the tensors (``auto``: the fused weights codec).
     chunk_bytes : int
@@ -67,6 +68,20 @@ class Writer:
     storage_options : dict, optional
         For a URL target: the fsspec filesystem's options (for S3 through
         s3fs: ``endpoint_url``, ``key``, ``secret``, ...).
+    overwrite : bool
+        Mode ``"w"`` only: replace an existing output (a file, by rename; a
+        directory only if it is an nncodecs container). Without it an
+        existing file or non-empty directory raises ``FileExistsError``.
+
+    Notes
+    -----
+    What is committed when (see docs/container.md, "Guarantees"): every
+    tensor added before :meth:`flush` or :meth:`close` returns; and, in a
+    directory container that exists already (mode ``"a"``, or after the first
+    flush), a tensor of 1 MiB or more as soon as :meth:`add_tensor` returns.
+    A new container appears at its path only at its first commit. A local
+    container has one writer at a time (``.NAME.nncodecs.lock``; a second
+    writer gets ``BlockingIOError`` naming the holder's pid).
 
     Examples
     --------
@@ -89,12 +104,9 @@ class Writer:
         chunk_bytes: int = layout.CHUNK_BYTES,
         threads: int | None = None,
         storage_options: dict[str, Any] | None = None,
+        *,
         overwrite: bool = False,
     ) -> None:
-        if mode == "w" and isinstance(target, str | os.PathLike) and "://" not in str(target):
-            from nncodecs.outputs import check_output
-
-            check_output(Path(str(target)), overwrite)
         if threads is not None:
             set_threads(threads)
         if mode not in ("w", "a"):
@@ -102,26 +114,38 @@ class Writer:
         layout.codec_settings(codec)  # validates the name
         self.codec = codec
         self.chunk_bytes = int(chunk_bytes)
-        self._staged: StagedZip | None = None
-        if isinstance(target, str | os.PathLike) and str(target).endswith(".zip"):
-            self._staged = StagedZip(Path(str(target).removeprefix("file://")), mode)
-            self._store, self._owned = self._staged.store, True
-        else:
-            self._store, self._owned = open_store(target, mode, storage_options)
+        if overwrite and mode != "w":
+            raise ValueError("overwrite goes with mode 'w'")
+        self._closed = True  # until the output is open
+        self._output: Output = open_output(target, mode, bool(overwrite), storage_options)
+        self._store = self._output.store
         self._names: list[str] = []  # committed and pending, in order
         self._pending: list[tuple[str, np.ndarray, str | None]] = []
         self._pending_bytes = 0
         self.metadata: dict[str, str] = {}
-        if mode == "a":
-            from nncodecs.container.reader import Reader
+        # Whether this container records every chunk written and CRCs (all its tensors do).
+        self._records = True
+        try:
+            if mode == "a":
+                from nncodecs.container.reader import Reader
 
-            existing = Reader(self._store)
-            self._names = existing.keys()
-            self.metadata = dict(existing.metadata)
-            self._group = zarr.open_group(self._store, mode="a")
-        else:
-            self._group = zarr.open_group(self._store, mode="w")
-            self._write_group_attrs()
+                existing = Reader(self._store)
+                self._names = existing.keys()
+                self.metadata = dict(existing.metadata)
+                self._records = existing._records
+                # Not through the consolidated metadata: the group's next write drops it.
+                self._group = zarr.open_group(self._store, mode="a", use_consolidated=False)
+            else:
+                if isinstance(self._output, StoreOutput):
+                    _check_store_output(self._store, target, bool(overwrite))
+                self._group = zarr.open_group(self._store, mode="w")
+        except BaseException:
+            self._output.abandon()
+            raise
+        # The consolidated metadata at the target lists every committed tensor;
+        # before the first change in place it is dropped (a Reader then lists
+        # the members), and written anew at the next commit.
+        self._consolidated = mode == "a"
         self._closed = False
 
     def add_tensor(self, name: str, tensor: Any, codec: str | None = None) -> None:
@@ -262,6 +286,7 @@ class Writer:
             except TypeError as exc:
                 raise TypeError(f"tensor {name!r} ({part}): {exc}") from None
         self._flush()
+        self._begin_change()
         node = escape(name)
         sub = self._group.create_group(
             node,
@@ -274,10 +299,14 @@ class Writer:
                 shape=arr.shape,
                 dtype=arr.dtype,
                 dimension_names=[f"{node}.{part}.{i}" for i in range(arr.ndim)],
+                config=layout.ARRAY_CONFIG,
                 **layout.chunking(arr.shape, arr.dtype.itemsize, self.chunk_bytes),
                 **layout.codec_settings(codec or self.codec),
             )
-            z[...] = np.asarray(arr, order="C")
+            arr = np.ascontiguousarray(arr)
+            if arr.size:
+                z[...] = arr
+            z.attrs[layout.ATTRS_KEY] = _records(arr, codec or self.codec)
         sub.attrs[layout.ATTRS_KEY] = {"name": name, "layout": kind, "complete": True, **extra}
         self._names.append(name)
         self._write_group_attrs()
@@ -286,6 +315,7 @@ class Writer:
         """Write the pending tensors, concurrently, then record them in the group."""
         if not self._pending:
             return
+        self._begin_change()
         pending, self._pending, self._pending_bytes = self._pending, [], 0
         for name, _, _ in pending:
             if name not in self._names:
@@ -305,6 +335,7 @@ class Writer:
             dimension_names=[f"{node}.{i}" for i in range(arr.ndim)] if arr.ndim else None,
             attributes={layout.ATTRS_KEY: self._tensor_attrs(name, complete=False)},
             overwrite=True,  # only ever a leftover of a writer that died: names are checked
+            config=layout.ARRAY_CONFIG,
             **layout.chunking(arr.shape, arr.dtype.itemsize, self.chunk_bytes, codec or self.codec),
             **layout.codec_settings(codec or self.codec),
         )
@@ -312,13 +343,17 @@ class Writer:
         # Zarr holds every encoded chunk of one call until it is stored, so
         # a tensor written at once would hold its whole compressed copy.
         slab = z.shards[0] if z.shards else z.chunks[0] * _SLAB_CHUNKS if arr.ndim else 0
-        if arr.ndim and arr.shape[0] > slab:
+        if arr.size == 0:
+            pass  # no chunks: constant time whatever the declared shape
+        elif arr.ndim and arr.shape[0] > slab:
             for start in range(0, arr.shape[0], slab):
                 await z.setitem(slice(start, start + slab), arr[start : start + slab])
         else:
             await z.setitem(Ellipsis, arr)
-        if (codec or self.codec) == "raw" and not await z.store_path.store.exists(
-            f"{node}/{layout.single_chunk_key(arr.ndim)}"
+        if (
+            arr.size
+            and (codec or self.codec) == "raw"
+            and not await z.store_path.store.exists(f"{node}/{layout.single_chunk_key(arr.ndim)}")
         ):
             # Zarr skips a chunk that equals the fill value; a raw tensor's
             # chunk is always written so that it can be memory-mapped.
@@ -327,12 +362,22 @@ class Writer:
                 default_buffer_prototype().buffer.from_bytes(arr.tobytes()),
             )
         # Only now is the tensor committed: a reader skips arrays without this.
-        await z.update_attributes({layout.ATTRS_KEY: self._tensor_attrs(name, complete=True)})
+        attrs = self._tensor_attrs(name, complete=True)
+        attrs.update(_records(arr, codec or self.codec))
+        await z.update_attributes({layout.ATTRS_KEY: attrs})
 
     def _tensor_attrs(self, name: str, complete: bool) -> dict[str, Any]:
         return {"name": name, "layout": "dense", "complete": complete}
 
-    def _write_group_attrs(self) -> None:
+    def _begin_change(self) -> None:
+        """Before the first write after a commit: drop the consolidated metadata at
+        the target (one rewrite of the group's zarr.json), so that a Reader of a
+        container whose writer dies lists the members instead of trusting it."""
+        if self._consolidated:
+            self._write_group_attrs()
+            self._consolidated = False
+
+    def _check_metadata(self) -> None:
         bad = {
             k: v
             for k, v in self.metadata.items()
@@ -340,12 +385,18 @@ class Writer:
         }
         if bad:
             raise TypeError(f"metadata keys and values must be strings, got {bad!r}")
-        self._group.attrs[layout.ATTRS_KEY] = {
+
+    def _write_group_attrs(self) -> None:
+        self._check_metadata()
+        attrs = {
             "format": layout.FORMAT,
             "version": layout.VERSION,
             "tensors": [n for n in self._names if n not in self._pending_names()],
             "metadata": dict(self.metadata),
         }
+        if self._records:
+            attrs["records"] = layout.RECORDS
+        self._group.attrs[layout.ATTRS_KEY] = attrs
 
     def _pending_names(self) -> set[str]:
         return {name for name, _, _ in self._pending}
@@ -354,32 +405,88 @@ class Writer:
         if self._closed:
             raise ValueError("the writer is closed")
 
-    def close(self) -> None:
-        """Write the tensor order and metadata, consolidate the metadata, close the store."""
-        if self._closed:
-            return
+    def flush(self) -> None:
+        """Commit: write the pending tensors, the order and metadata, the consolidated
+        metadata, and publish (a new container appears at its path; a zip is
+        rewritten and renamed over the target). Once it returns, every tensor
+        added so far survives a kill of this process."""
+        self._check_open()
+        self._check_metadata()
         self._flush()
+        self._commit()
+
+    def _commit(self) -> None:
         self._write_group_attrs()
         with warnings.catch_warnings():
             # zarr calls consolidated metadata for Zarr v3 "not yet part of the spec".
             warnings.simplefilter("ignore")
             zarr.consolidate_metadata(self._store)
+        self._consolidated = True
+        if self._output.commit():  # published: from now on the writes land in place
+            self._store = self._output.store
+            self._group = zarr.open_group(self._store, mode="a", use_consolidated=False)
+
+    def close(self) -> None:
+        """Commit everything (as :meth:`flush`), release the lock, remove the temporaries."""
+        if self._closed:
+            return
+        self._check_metadata()  # (a bad argument: the writer stays open to fix it)
+        try:
+            self._flush()
+            self._commit()
+        except BaseException:
+            self.abandon()
+            raise
         self._closed = True
-        if self._owned:
-            self._store.close()
-        if self._staged is not None:
-            self._staged.commit()
+        self._output.close()
+
+    def abandon(self) -> None:
+        """Close without committing what :meth:`flush` has not: the target stays as the
+        last commit left it (a new container that was never committed: nothing)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._pending, self._pending_bytes = [], 0
+        self._output.abandon()
 
     def __enter__(self) -> Self:
         return self
 
     def __exit__(self, exc_type: object, *exc: object) -> None:
-        if exc_type is not None and self._staged is not None:
-            # An error inside the with block: keep the previous zip as it was.
-            self._closed = True
-            self._staged.abandon()
+        if exc_type is not None:
+            # An error inside the with block: commit nothing more.
+            self.abandon()
             return
         self.close()
+
+
+def _records(arr: np.ndarray, codec: str) -> dict[str, Any]:
+    """A tensor's integrity records (see layout): every chunk written, and for
+    codecs without a checksum of their own (raw, zstd) the CRC32C of its bytes."""
+    out: dict[str, Any] = {"chunks": layout.CHUNKS_ALL}
+    if codec in layout.UNCHECKED_CODECS:
+        out["crc32c"] = int(_core.crc32c(np.ascontiguousarray(arr).reshape(-1).view(np.uint8)))
+    return out
+
+
+def _check_store_output(store: Any, target: Any, overwrite: bool) -> None:
+    """Mode "w" on a store or URL: nothing there, or (overwrite) an nncodecs container."""
+    from zarr.core.sync import sync
+
+    if sync(store.is_empty("")):
+        return
+    where = target if is_url(target) else type(store).__name__
+    if not overwrite:
+        raise FileExistsError(f"{where}: holds data already; use overwrite=True to replace it")
+    try:
+        attrs = zarr.open_group(store, mode="r").attrs.get(layout.ATTRS_KEY)
+    except Exception:
+        attrs = None
+    if not (isinstance(attrs, dict) and attrs.get("format") == layout.FORMAT):
+        raise FileExistsError(
+            f"{where}: holds data that is not an nncodecs container: not replaced, "
+            "even with overwrite=True"
+        )
 
 
 def _shape(shape: Any) -> list[int]:

@@ -1,0 +1,476 @@
+"""Issue 15, the container's part: nncodecs writes only the output named, never
+destroys what it did not create, and every byte it returns is exact or an error."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import uuid
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from nncodecs import CorruptDataError, NotAContainerError, Reader, Writer
+
+FIXTURES = Path(__file__).parent / "fixtures" / "containers"
+# Writers are forked (zarr resets its IO thread in the child; nncodecs' pool starts on use).
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:This process .* is multi-threaded:DeprecationWarning"
+)
+
+
+def _sha(a: np.ndarray) -> str:
+    return hashlib.sha256(np.ascontiguousarray(a).view(np.uint8).tobytes()).hexdigest()
+
+
+@pytest.mark.parametrize("name", ["v1.zarr", "v1.zarr.zip"])
+def test_containers_of_version_1_read_bit_exact(name: str) -> None:
+    expected = json.loads((FIXTURES / "expected.json").read_text())
+    with Reader(FIXTURES / name) as r:
+        assert sorted(r.keys()) == sorted(expected)
+        for tname, want in expected.items():
+            assert r.layout(tname) == want["layout"]
+            got = r.read_tensor(tname)
+            if want["layout"] == "dense":
+                assert str(got.dtype) == want["dtype"] and list(got.shape) == want["shape"]
+                assert _sha(got) == want["sha256"], tname
+            else:
+                assert list(got["shape"]) == want["shape"]
+                assert {p: _sha(got[p]) for p in want["sha256"]} == want["sha256"]
+        r.verify()
+
+
+# -- helpers ---------------------------------------------------------------------------
+
+
+def snapshot(root: Path, skip: Path | None = None) -> dict[str, tuple[int, int]]:
+    """Every file under root (but skip): its size and modification time."""
+    out = {}
+    for path in root.rglob("*"):
+        if skip is not None and (path == skip or skip in path.parents):
+            continue
+        if path.is_file() or path.is_symlink():
+            st = path.lstat()
+            out[str(path.relative_to(root))] = (st.st_size, st.st_mtime_ns)
+    return out
+
+
+def beside(target: Path) -> list[str]:
+    return sorted(p.name for p in target.parent.iterdir() if p != target)
+
+
+def edit_metadata(path: Path, node: str, change: Any) -> None:
+    """Apply change(dict) to a node's metadata, in its zarr.json and in the root's
+    consolidated copy."""
+    doc = json.loads((path / node / "zarr.json").read_text())
+    change(doc)
+    (path / node / "zarr.json").write_text(json.dumps(doc))
+    root = json.loads((path / "zarr.json").read_text())
+    if root.get("consolidated_metadata"):
+        change(root["consolidated_metadata"]["metadata"][node])
+        (path / "zarr.json").write_text(json.dumps(root))
+
+
+def small_model() -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(1)
+    return {
+        "w": (rng.standard_normal((64, 16)) * 0.1).astype(np.float32),
+        "ids": rng.integers(0, 1000, 40).astype(np.int64),
+        "r": rng.standard_normal((8, 4)).astype(np.float32),
+    }
+
+
+def write(target: Path, chunk_bytes: int = 2 << 20, **kwargs: Any) -> dict[str, np.ndarray]:
+    model = small_model()
+    with Writer(target, chunk_bytes=chunk_bytes, **kwargs) as w:
+        w.add_tensor("w", model["w"])
+        w.add_tensor("ids", model["ids"], codec="zstd")
+        w.add_tensor("r", model["r"], codec="raw")
+    return model
+
+
+# -- output safety ----------------------------------------------------------------------
+
+
+def test_mode_w_refuses_an_existing_output(tmp_path: Path) -> None:
+    folder = tmp_path / "photos"
+    folder.mkdir()
+    (folder / "cat.jpg").write_bytes(b"meow")
+    file = tmp_path / "notes.zarr.zip"
+    file.write_bytes(b"my notes")
+    before = snapshot(tmp_path)
+    for target in (folder, file):
+        with pytest.raises(FileExistsError, match="exists"):
+            Writer(target)
+    with pytest.raises(FileExistsError, match="not an nncodecs container"):
+        Writer(folder, overwrite=True)
+    assert snapshot(tmp_path) == before
+    # overwrite: a file is replaced by rename, a container directory replaced whole.
+    write(file, overwrite=True)
+    with Reader(file) as r:
+        assert r.keys() == ["w", "ids", "r"]
+    container = tmp_path / "m.zarr"
+    write(container)
+    with Writer(container, overwrite=True) as w:
+        w.add_tensor("new", np.ones(3, np.float32))
+    with Reader(container) as r:
+        assert r.keys() == ["new"]
+    assert (folder / "cat.jpg").read_bytes() == b"meow"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.zarr", "notes.zarr.zip", "photos"]
+
+
+def test_a_url_zip_is_refused_and_nothing_local_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for url in ("s3://b/m.zarr.zip", "memory://x/m.zarr.zip"):
+        with pytest.raises(ValueError, match="zip container on an object store"):
+            Writer(url)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_url_target_in_mode_w_refuses_other_data() -> None:
+    import fsspec
+
+    url = f"memory://nncodecs-safety-{uuid.uuid4().hex}"
+    fsspec.filesystem("memory").pipe(f"{url}/m.zarr/keep.txt", b"keep")
+    with pytest.raises(FileExistsError, match="holds data"):
+        Writer(f"{url}/m.zarr")
+    with pytest.raises(FileExistsError, match="not an nncodecs container"):
+        Writer(f"{url}/m.zarr", overwrite=True)
+    assert fsspec.filesystem("memory").cat(f"{url}/m.zarr/keep.txt") == b"keep"
+
+
+def test_a_link_is_never_written_through(tmp_path: Path) -> None:
+    real = tmp_path / "real.zarr"
+    write(real)
+    link = tmp_path / "link.zarr"
+    link.symlink_to(real)
+    before = snapshot(tmp_path)
+    for mode in ("w", "a"):
+        with pytest.raises(FileExistsError, match="a link"):
+            Writer(link, mode=mode)
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("name", ["m.zarr", "m.zarr.zip"])
+def test_a_new_container_appears_only_at_its_commit(name: str, tmp_path: Path) -> None:
+    target = tmp_path / name
+    w = Writer(target)
+    w.add_tensor("big", np.ones((600, 1024), np.float32))  # written through (>= 1 MiB)
+    assert not target.exists()
+    assert beside(target) == [f".{name}.nncodecs-{os.getpid()}.tmp", f".{name}.nncodecs.lock"]
+    w.flush()
+    with Reader(target) as r:
+        assert r.keys() == ["big"]
+    w.add_tensor("small", np.ones(3, np.float32))
+    w.close()
+    assert beside(target) == []
+    with Reader(target) as r:
+        assert r.keys() == ["big", "small"]
+
+
+@pytest.mark.parametrize("name", ["m.zarr", "m.zarr.zip"])
+def test_an_error_in_the_with_block_leaves_the_last_commit(name: str, tmp_path: Path) -> None:
+    target = tmp_path / name
+    write(target)
+    before = snapshot(tmp_path)
+    with pytest.raises(RuntimeError), Writer(target, mode="a") as w:
+        w.add_tensor("lost", np.ones(3, np.float32))
+        raise RuntimeError("boom")
+    assert beside(target) == []
+    if name.endswith(".zip"):
+        assert snapshot(tmp_path) == before
+    with Reader(target) as r:
+        assert r.keys() == ["w", "ids", "r"]
+    with pytest.raises(RuntimeError), Writer(tmp_path / ("new-" + name)) as w:
+        w.add_tensor("lost", np.ones(3, np.float32))
+        raise RuntimeError("boom")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]
+
+
+# -- one writer at a time ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["m.zarr", "m.zarr.zip"])
+def test_a_second_writer_is_refused_naming_the_holder(name: str, tmp_path: Path) -> None:
+    target = tmp_path / name
+    write(target)
+    with Writer(target, mode="a") as w:
+        for mode, kwargs in (("a", {}), ("w", {"overwrite": True})):
+            with pytest.raises(BlockingIOError, match=f"pid {os.getpid()}"):
+                Writer(target, mode=mode, **kwargs)
+        w.add_tensor("mine", np.ones(2, np.float32))
+    with Reader(target) as r:
+        assert r.keys() == ["w", "ids", "r", "mine"]
+    assert beside(target) == []
+
+
+def test_a_lock_left_by_a_dead_writer_is_taken_over(tmp_path: Path) -> None:
+    target = tmp_path / "m.zarr"
+    write(target)
+    pid = os.fork()
+    if pid == 0:  # a writer that dies holding the lock, with a temporary
+        Writer(target, mode="a").add_tensor("x", np.ones((600, 1024), np.float32))
+        os.kill(os.getpid(), signal.SIGKILL)
+    os.waitpid(pid, 0)
+    assert ".m.zarr.nncodecs.lock" in beside(target)
+    with Writer(target, mode="a") as w:
+        w.add_tensor("y", np.ones(2, np.float32))
+    assert beside(target) == []
+    with Reader(target) as r:
+        assert r.keys()[:3] == ["w", "ids", "r"] and "y" in r
+
+
+@pytest.mark.parametrize("name", ["m.zarr", "m.zarr.zip"])
+def test_two_concurrent_appenders_one_refused_nothing_lost(name: str, tmp_path: Path) -> None:
+    target = tmp_path / name
+    write(target)
+    ready_r, ready_w = os.pipe()
+    go_r, go_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            with Writer(target, mode="a") as w:
+                w.add_tensor("child", np.full(5, 7, np.int32))
+                os.write(ready_w, b"1")
+                os.read(go_r, 1)  # hold the lock until the parent has tried
+        finally:
+            os._exit(0)
+    os.read(ready_r, 1)
+    with pytest.raises(BlockingIOError, match=f"pid {pid}"):
+        Writer(target, mode="a")
+    os.write(go_w, b"1")
+    os.waitpid(pid, 0)
+    with Writer(target, mode="a") as w:
+        w.add_tensor("parent", np.full(5, 8, np.int32))
+    with Reader(target) as r:
+        assert r.keys() == ["w", "ids", "r", "child", "parent"]
+        assert (r.read_tensor("child") == 7).all() and (r.read_tensor("parent") == 8).all()
+    assert beside(target) == []
+
+
+# -- kills ---------------------------------------------------------------------------------
+
+
+def test_writers_killed_at_random_moments() -> None:
+    """A few trials per mode of scripts/stress_kill.py (make stress runs 60)."""
+    import importlib.util
+
+    path = Path(__file__).parent.parent / "scripts" / "stress_kill.py"
+    spec = importlib.util.spec_from_file_location("stress_kill", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.main(["--trials", "3", "--seed", str(os.getpid())]) == 0
+
+
+def test_a_killed_append_is_listed_despite_the_consolidated_metadata(tmp_path: Path) -> None:
+    target = tmp_path / "m.zarr"
+    write(target)
+    big = np.arange(600 * 1024, dtype=np.float32).reshape(600, 1024)
+    pid = os.fork()
+    if pid == 0:
+        w = Writer(target, mode="a")
+        w.add_tensor("big", big)  # committed when add_tensor returns (directory, in place)
+        os.kill(os.getpid(), signal.SIGKILL)
+    os.waitpid(pid, 0)
+    with Reader(target) as r:
+        assert r.keys() == ["w", "ids", "r", "big"]
+        assert np.array_equal(r.read_tensor("big"), big)
+
+
+# -- integrity -------------------------------------------------------------------------------
+
+
+def test_a_missing_chunk_is_an_error_not_fill_values(tmp_path: Path) -> None:
+    target = tmp_path / "m.zarr"
+    write(target, chunk_bytes=1024)  # "w": 64 rows of 64 bytes, 16 rows a chunk
+    (target / "w" / "c" / "1" / "0").unlink()
+    with Reader(target) as r:
+        with pytest.raises(CorruptDataError, match=r"tensor 'w': chunk w/c/1/0 is missing"):
+            r.read_tensor("w")
+        with pytest.raises(CorruptDataError, match="tensor 'w'"):
+            r["w"][16:20]
+        with pytest.raises(CorruptDataError, match="tensor 'w'"):
+            r.verify()
+    shutil.rmtree(target / "ids" / "c")
+    with Reader(target) as r, pytest.raises(CorruptDataError, match="tensor 'ids'"):
+        r.read_tensor("ids")
+    (target / "r" / "c" / "0" / "0").unlink()
+    with Reader(target) as r, pytest.raises(CorruptDataError, match="tensor 'r'"):
+        r.read_tensor("r")
+
+
+def test_an_empty_shard_index_entry_is_an_error(tmp_path: Path) -> None:
+    from nncodecs import _core
+
+    target = tmp_path / "m.zarr"
+    with Writer(target, chunk_bytes=256) as w:  # 4 rows a chunk, 64 a shard
+        w.add_tensor("s", np.arange(200 * 64, dtype=np.float32).reshape(200, 64) % 7)
+    shard = target / "s" / "c" / "0" / "0"
+    raw = bytearray(shard.read_bytes())
+    per = 16
+    index = raw[-(16 * per + 4) :]
+    index[16:32] = b"\xff" * 16  # chunk 1: "empty"
+    index[-4:] = _core.crc32c(bytes(index[:-4])).to_bytes(4, "little")
+    raw[-(16 * per + 4) :] = index
+    shard.write_bytes(bytes(raw))
+    with Reader(target) as r:
+        with pytest.raises(CorruptDataError, match="tensor 's': chunk 1 of shard"):
+            r.read_tensor("s")
+        with pytest.raises(CorruptDataError, match="tensor 's'"):
+            r["s"][4:8]
+
+
+@pytest.mark.parametrize("name", ["m.zarr", "m.zarr.zip"])
+def test_raw_and_zstd_tensors_carry_a_crc32c_that_verify_checks(name: str, tmp_path: Path) -> None:
+    import numcodecs
+
+    target = tmp_path / name
+    model = write(target)
+    if name.endswith(".zip"):
+        import zipfile
+
+        data = bytearray(target.read_bytes())
+        with zipfile.ZipFile(target) as z:
+            info = z.getinfo("r/c/0/0")
+        # The local header's extra length + 4: the raw tensor's bytes would shift.
+        at = info.header_offset + 28
+        data[at] += 4
+        target.write_bytes(bytes(data))
+        with Reader(target) as r, pytest.raises(CorruptDataError, match="tensor 'r'"):
+            r.verify()
+        return
+    chunk = target / "r" / "c" / "0" / "0"
+    data = bytearray(chunk.read_bytes())
+    data[5] ^= 0x10
+    chunk.write_bytes(bytes(data))
+    with Reader(target) as r:
+        assert r.read_tensor("r").shape == (8, 4)  # a lazy map: checked by verify
+        with pytest.raises(CorruptDataError, match=r"tensor 'r': CRC32C"):
+            r.verify()
+    other = model["ids"].copy()
+    other[3] += 1
+    (target / "ids" / "c" / "0").write_bytes(numcodecs.Zstd(level=3).encode(other))
+    with Reader(target) as r, pytest.raises(CorruptDataError, match=r"tensor 'ids': CRC32C"):
+        r.verify()
+
+
+def test_a_forged_shape_allocates_nothing(tmp_path: Path) -> None:
+    import resource
+
+    target = tmp_path / "m.zarr"
+    write(target)
+
+    def forge(doc: dict) -> None:
+        doc["shape"] = [2**31, 1]
+        doc["chunk_grid"]["configuration"]["chunk_shape"] = [2**31, 1]
+        doc["dimension_names"] = ["a", "b"]
+
+    edit_metadata(target, "w", forge)
+    edit_metadata(target, "r", forge)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with Reader(target) as r:
+        for name in ("w", "r"):
+            with pytest.raises(CorruptDataError, match=f"tensor '{name}'"):
+                r.read_tensor(name)
+        with pytest.raises(CorruptDataError):
+            r.verify()
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak < 512 << 10  # KiB
+
+
+def test_a_deflated_chunk_entry_in_a_zip_is_refused(tmp_path: Path) -> None:
+    import zipfile
+
+    target = tmp_path / "bomb.zarr.zip"
+    write(tmp_path / "m.zarr.zip")
+    with zipfile.ZipFile(tmp_path / "m.zarr.zip") as src, zipfile.ZipFile(target, "w") as dst:
+        for info in src.infolist():
+            data = src.read(info)
+            if info.filename == "w/c/0/0":
+                data = data + bytes(50 << 20)  # inflates past what is stored
+            dst.writestr(info.filename, data, compress_type=zipfile.ZIP_DEFLATED)
+    assert target.stat().st_size < 1 << 20
+    with Reader(target) as r, pytest.raises(CorruptDataError, match="compressed chunk entry"):
+        r.read_tensor("w")
+    with pytest.raises(CorruptDataError, match="compressed chunk entry"):
+        Writer(target, mode="a")
+
+
+def test_a_zero_element_tensor_of_any_shape_is_constant_time(tmp_path: Path) -> None:
+    import time
+
+    start = time.perf_counter()
+    for name in ("m.zarr", "m.zarr.zip"):
+        with Writer(tmp_path / name) as w:
+            w.add_tensor("huge_empty", np.empty((2**60, 0), np.float32))
+            w.add_tensor("raw_empty", np.empty((0, 2**40), np.uint8), codec="raw")
+        with Reader(tmp_path / name) as r:
+            assert r.read_tensor("huge_empty").shape == (2**60, 0)
+            assert r.read_tensor("raw_empty").shape == (0, 2**40)
+            r.verify()
+    assert time.perf_counter() - start < 10
+
+
+def test_two_nodes_claiming_one_name_are_an_error(tmp_path: Path) -> None:
+    target = tmp_path / "m.zarr"
+    write(target)
+
+    def rename(doc: dict) -> None:
+        doc["attributes"]["nncodecs"]["name"] = "w"
+
+    edit_metadata(target, "ids", rename)
+    with pytest.raises(CorruptDataError, match=r"nodes 'w' and 'ids'|nodes 'ids' and 'w'"):
+        Reader(target)
+
+
+def test_a_chunk_linked_outside_the_container_is_refused(tmp_path: Path) -> None:
+    target = tmp_path / "m.zarr"
+    model = write(target)
+    secret = tmp_path / "secret.bin"
+    secret.write_bytes(model["r"].tobytes())
+    chunk = target / "r" / "c" / "0" / "0"
+    chunk.unlink()
+    chunk.symlink_to(secret)
+    with Reader(target) as r, pytest.raises(CorruptDataError, match="outside the container"):
+        r.read_tensor("r")
+    (target / "w" / "c").rename(tmp_path / "elsewhere")
+    (target / "w" / "c").symlink_to(tmp_path / "elsewhere")
+    with Reader(target) as r, pytest.raises(CorruptDataError, match="outside the container"):
+        r.read_tensor("w")
+
+
+def test_reader_errors_are_one_line_with_the_path(tmp_path: Path) -> None:
+    text = tmp_path / "notes.zip"
+    text.write_text("hello")
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "zarr.json").write_text("{broken")
+    cases = [
+        (tmp_path / "missing.zarr", FileNotFoundError),
+        (text, NotAContainerError),
+        (tmp_path, NotAContainerError),
+        (plain, CorruptDataError),
+    ]
+    for path, error in cases:
+        with pytest.raises(error) as info:
+            Reader(path)
+        message = str(info.value)
+        assert str(path) in message and "\n" not in message, message
+        assert "LocalStore" not in message and "No group found" not in message
+
+
+def test_an_old_container_takes_appends(tmp_path: Path) -> None:
+    target = tmp_path / "v1.zarr"
+    shutil.copytree(FIXTURES / "v1.zarr", target)
+    with Writer(target, mode="a") as w:
+        w.add_tensor("new", np.arange(5, dtype=np.float32), codec="zstd")
+    expected = json.loads((FIXTURES / "expected.json").read_text())
+    with Reader(target) as r:
+        assert set(r.keys()) == {*expected, "new"}
+        r.verify()
