@@ -248,10 +248,19 @@ def has_rows(enc: bytes) -> bool:
 
 
 def to_old_version(enc: bytes) -> bytes:
-    """The version 1 (or, with a row section, 2) frame of a version 3 frame:
-    the same bytes less the element byte, as earlier releases wrote them."""
+    """The version 1 (or, with a row section, 2) frame of a version 3 frame,
+    as earlier releases wrote it: the element byte dropped, and its code
+    taken out of the checksum field again (docs/format.md)."""
     assert enc[:5] == b"NNCF\x03", enc[:5]
-    return enc[:4] + bytes([2 if enc[7] & 0x80 else 1]) + enc[5:7] + enc[8:]
+    out = bytearray(enc[:4] + bytes([2 if enc[7] & 0x80 else 1]) + enc[5:7] + enc[8:])
+    if enc[5] & 0x04:  # the checksum follows the decoded length (a varint)
+        at = 7
+        while out[at] & 0x80:
+            at += 1
+        at += 1
+        crc = int.from_bytes(out[at : at + 4], "little") ^ (enc[7] & 0x3F)
+        out[at : at + 4] = crc.to_bytes(4, "little")
+    return bytes(out)
 
 
 def _holds_zstd(enc: bytes) -> bool:

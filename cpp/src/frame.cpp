@@ -545,7 +545,9 @@ std::uint8_t* write_frame_head(std::uint8_t* p, const EncodeParams& params, std:
   p += kFixedHeaderTyped;
   put_varint(p, src_len);
   if (params.checksum) {
-    detail::store_u32(p, crc);
+    // Version 3 folds the element code into the checksum, so that a changed
+    // element byte fails the check as a changed byte of data does.
+    detail::store_u32(p, crc ^ static_cast<std::uint32_t>(params.element));
     p += 4;
   }
   if (row_length) {
@@ -771,7 +773,7 @@ Status frame_info(const void* src, std::size_t src_len, std::uint64_t max_decode
            err->status;
   if (info->has_checksum) {
     if (src_len - pos < 4) return fail(err, Status::corrupt, "truncated checksum"), err->status;
-    info->checksum = detail::load_u32(p + pos);
+    info->checksum = detail::load_u32(p + pos) ^ static_cast<std::uint32_t>(info->element);
     pos += 4;
   }
   const std::uint64_t n = info->decoded_len / info->planes;
