@@ -460,7 +460,7 @@ def test_bad_settings_are_clear_errors() -> None:
         NumcodecsRans(planes=2).encode(b"abc")
     with pytest.raises(TypeError, match="unsupported dtype"):
         NumcodecsWeights().encode(np.zeros(3, np.complex64))
-    with pytest.raises(ValueError, match="states no element type.*needs dtype="):
+    with pytest.raises(ValueError, match=r"states no element type.*needs dtype="):
         NumcodecsWeights().decode(NumcodecsRans(planes=4).encode(np.zeros(3, np.float32)))
     with pytest.raises(ValueError, match="has 2-byte elements, planes is 4"):
         NumcodecsRans(planes=4, dtype="bfloat16")

@@ -80,8 +80,9 @@ def test_device_input_errors(device: Any) -> None:
     back = NumcodecsWeights().decode(device.device_array(np.frombuffer(frame, np.uint8)))
     assert _to_host(device, back).tobytes() == arr.tobytes()
     # ... as one of another dtype refuses it, and a version 1 frame needs one.
+    on_device = device.device_array(np.frombuffer(frame, np.uint8))
     with pytest.raises(CorruptDataError, match="holds bfloat16 elements, expected float16"):
-        NumcodecsWeights(dtype="float16").decode(device.device_array(np.frombuffer(frame, np.uint8)))
+        NumcodecsWeights(dtype="float16").decode(on_device)
     old = to_old_version(frame)
     with pytest.raises(ValueError, match="dtype="):
         NumcodecsWeights().decode(device.device_array(np.frombuffer(old, np.uint8)))

@@ -195,7 +195,7 @@ def test_forged_element_bytes_are_corrupt(name: str) -> None:
     # the reserved bit, a type whose width is not the plane count, or another
     # type of the right width (the checksum covers the code) all raise, with
     # or without a dtype from the caller; never a crash.
-    codec, original, frame = FRAMES[name]
+    codec, _, frame = FRAMES[name]
     planes = frame[6]
     assert frame[4] == 3
     for byte in list(range(256)):
@@ -216,7 +216,7 @@ def test_forged_element_bytes_are_corrupt(name: str) -> None:
 
 
 def test_forged_element_code_of_the_whole_input_kind() -> None:
-    codec, original, frame = FRAMES["whole-zstd"]
+    codec, _, frame = FRAMES["whole-zstd"]
     for code in (17, 63, 200, 255):
         with pytest.raises(CorruptDataError, match=f"element type code {code}"):
             codec.decode(frame[:4] + bytes([code]) + frame[5:])  # type: ignore[attr-defined]

@@ -16,12 +16,12 @@ from harness import (
     FIXTURES_V3,
     check_backwards_compatibility,
     has_rows,
-    to_old_version,
     np_dtype,
     random_array,
     row_scaled,
     row_shift_fixture_cases,
     same_bits,
+    to_old_version,
     varint,
     weights_like,
 )

@@ -162,10 +162,9 @@ def decode_weights_on_device(
     ``like`` is (a torch tensor, or ``"torch"``: torch; else the backend's)."""
     from nncodecs.codecs._frame import max_ratio_bound
     from nncodecs.codecs._shell import as_array
+    from nncodecs.dtypes import dtype_name
     from nncodecs.errors import CorruptDataError
     from nncodecs.gpu.decode import decode_frames
-
-    from nncodecs.dtypes import dtype_name
 
     target = normalize_dtype(dtype)
     name = dtype_name(target)
