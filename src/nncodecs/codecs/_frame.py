@@ -618,8 +618,11 @@ class FrameBytesCodec(ZarrShell, BytesBytesCodec):  # type: ignore[misc]
 
         native = array_spec.dtype.to_native_dtype()
         planes = self.planes if self.planes is not None else native.itemsize  # type: ignore[attr-defined]
+        # After a bit reorder (zarr >= 3.2 evolves codecs from the spec the
+        # filters resolve): the array's own dtype, which the spec remembers.
+        name: str | None = getattr(array_spec, "reordered_from", None)
         try:
-            name: str | None = dtype_name(native)
+            name = name or dtype_name(native)
         except TypeError:  # a type no frame records (complex, strings): bytes
             name = None
         dtype = self.dtype  # type: ignore[attr-defined]
