@@ -27,6 +27,11 @@ std::vector<std::uint8_t> encode(const std::vector<std::uint8_t>& src, nnc::Code
   p.subblock_log2 = sb;
   p.elements = elements;
   p.layout = elements && planes == 2 ? nnc::Layout::bf16 : nnc::Layout::none;
+  // Version 3 records an element type: bfloat16 for the elements, else
+  // bytes, or a 1-byte type for one plane.
+  p.element = p.layout == nnc::Layout::bf16 ? nnc::Element::bf16
+              : planes == 1                 ? nnc::Element::f8_e4m3fn
+                                            : nnc::Element::bytes;
   std::vector<std::uint8_t> out(nnc::frame_bound(src.size(), planes));
   std::size_t written = 0;
   nnc::Error err;
@@ -36,6 +41,21 @@ std::vector<std::uint8_t> encode(const std::vector<std::uint8_t>& src, nnc::Code
     std::exit(2);
   }
   out.resize(written);
+  return out;
+}
+
+// The frame earlier releases wrote for the same input: a version 3 frame
+// less its element byte (version 1, or 2 with the row section), with the
+// element code taken out of the checksum field again (docs/format.md).
+std::vector<std::uint8_t> to_old_version(const std::vector<std::uint8_t>& f) {
+  std::vector<std::uint8_t> out(f.begin(), f.begin() + 7);
+  out[4] = (f[7] & nnc::kElementRows) ? nnc::kFrameVersionRows : nnc::kFrameVersion;
+  out.insert(out.end(), f.begin() + 8, f.end());
+  if (out[5] & 4u) {  // the CRC32C follows the decoded length (a varint)
+    std::size_t at = 7;
+    while (out[at] & 0x80) ++at;
+    out[at + 1] ^= f[7] & nnc::kElementMask;  // the code is below 64: the low byte
+  }
   return out;
 }
 
@@ -70,18 +90,22 @@ int main(int argc, char** argv) {
       seeds.push_back(encode(skew, c, 1, 14, false));
     }
   }
-  std::size_t version2 = 0;
+  // Every version a decoder reads: 3 as encoded, 1 and 2 as earlier releases wrote them.
+  for (std::size_t i = 0, count = seeds.size(); i < count; ++i)
+    seeds.push_back(to_old_version(seeds[i]));
+  std::size_t versions[4] = {0, 0, 0, 0};
   for (const auto& s : seeds) {
-    version2 += s.size() > 4 && s[4] == nnc::kFrameVersionRows;
+    if (s.size() > 4 && s[4] >= 1 && s[4] <= 3) ++versions[s[4]];
     LLVMFuzzerTestOneInput(s.data(), s.size());
   }
-  if (version2 == 0) {
-    std::fprintf(stderr, "no seed is a version 2 frame\n");
-    return 2;
-  }
+  for (unsigned v = 1; v <= 3; ++v)
+    if (versions[v] == 0) {
+      std::fprintf(stderr, "no seed is a version %u frame\n", v);
+      return 2;
+    }
   for (long it = 0; it < iterations; ++it) {
     std::vector<std::uint8_t> f = seeds[rng() % seeds.size()];
-    const int kind = static_cast<int>(rng() % 5);
+    const int kind = static_cast<int>(rng() % 6);
     const std::size_t n = f.size();
     if (kind == 0 && n) f.resize(rng() % n);                      // truncate
     else if (kind == 1 && n) f[rng() % n] ^= 1u << (rng() % 8);   // flip a bit
@@ -89,13 +113,16 @@ int main(int argc, char** argv) {
       for (int k = 0; k < 4; ++k) f[rng() % n] = static_cast<std::uint8_t>(rng());
     else if (kind == 3 && n > 16)                                 // header-area damage
       f[rng() % 16] = static_cast<std::uint8_t>(rng());
+    else if (kind == 5 && n > 8)                                  // a forged element byte
+      f[7] = static_cast<std::uint8_t>(rng());
     else if (kind == 4 && n) {                                    // splice two seeds
       const auto& g = seeds[rng() % seeds.size()];
       if (!g.empty()) f.resize(rng() % n), f.insert(f.end(), g.begin() + rng() % g.size(), g.end());
     }
     LLVMFuzzerTestOneInput(f.data(), f.size());
   }
-  std::printf("fuzz driver: %zu seeds (%zu version 2), %ld mutated inputs, no fault\n",
-              seeds.size(), version2, iterations);
+  std::printf("fuzz driver: %zu seeds (%zu, %zu, %zu of versions 1, 2, 3), %ld mutated inputs, "
+              "no fault\n",
+              seeds.size(), versions[1], versions[2], versions[3], iterations);
   return 0;
 }

@@ -14,6 +14,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   nnc::FrameInfo info;
   nnc::Error err;
   if (nnc::frame_info(data, size, kMax, &info, &err) != nnc::Status::ok) return 0;
+  // Version 3's element type, checked as a caller that expects one does.
+  (void)nnc::check_element(info, nnc::Element::bf16, &err);
   std::uint64_t zstd_bytes = 0;
   for (const nnc::ChunkRef& c : info.chunks)
     if (c.mode == nnc::ChunkMode::zstd) zstd_bytes += c.symbols;

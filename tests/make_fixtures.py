@@ -3,6 +3,11 @@
 Run once when a codec or a fixture array is added:
 ``python tests/make_fixtures.py``. Existing fixtures stay as they were
 committed, so a change of format shows up as a failing test.
+
+Frames of the coders and ``weights`` go under ``fixtures/v3/`` (frame
+version 3, which records the element type); those under ``fixtures/<codec>``
+are versions 1 and 2, written by earlier releases and kept decode-only:
+nothing writes them now, so this script never adds to them.
 """
 
 from __future__ import annotations
@@ -12,7 +17,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from harness import FIXTURES, fixture_cases, row_shift_fixture_cases, save_fixtures
+import numpy as np
+from harness import (
+    FIXTURES,
+    FIXTURES_V3,
+    fixture_cases,
+    row_shift_fixture_cases,
+    save_fixtures,
+)
 
 from nncodecs import (
     NumcodecsAuto,
@@ -34,21 +46,34 @@ def main() -> None:
         total += save_fixtures(
             NumcodecsPlanes(elementsize=size), FIXTURES / "planes", [(name, arr)]
         )
-        # The coders see the planes of the reordered array, as in the weights chain.
+        # The coders see the planes of the reordered array, as in the weights
+        # chain, and record the array's dtype, as the chain's coder does in Zarr.
         planes = NumcodecsPlanes(size).encode(NumcodecsBitReorder(arr.dtype).encode(arr))
         for codec_dir, codec in (
-            ("rans", NumcodecsRans(planes=size)),
-            ("huffman", NumcodecsHuffman(planes=size)),
-            ("auto", NumcodecsAuto(planes=size)),
+            ("rans", NumcodecsRans(planes=size, dtype=arr.dtype)),
+            ("huffman", NumcodecsHuffman(planes=size, dtype=arr.dtype)),
+            ("auto", NumcodecsAuto(planes=size, dtype=arr.dtype)),
         ):
-            total += save_fixtures(codec, FIXTURES / codec_dir, [(name, planes)])
+            total += save_fixtures(codec, FIXTURES_V3 / codec_dir, [(name, planes)])
         total += save_fixtures(
-            NumcodecsWeights(dtype=arr.dtype), FIXTURES / "weights", [(name, arr)]
+            NumcodecsWeights(dtype=arr.dtype), FIXTURES_V3 / "weights", [(name, arr)]
         )
-    # Version 2 frames (the weights codec's row shift), in a directory of their own.
+    # The coders on plain bytes (no dtype: the frames record "bytes").
+    rng = np.random.default_rng(40)
+    skew = np.minimum(rng.geometric(0.25, 5000), 255).astype(np.uint8)
+    text = np.frombuffer(b"the quick brown fox jumps over the lazy dog. " * 40, np.uint8)
+    for codec_dir, codec in (
+        ("rans", NumcodecsRans(planes=2)),
+        ("huffman", NumcodecsHuffman(planes=2)),
+        ("auto", NumcodecsAuto(planes=2)),
+    ):
+        total += save_fixtures(
+            codec, FIXTURES_V3 / codec_dir, [("bytes-skewed", skew), ("bytes-text", text)]
+        )
+    # Row sections (the weights codec's row shift), in a directory of their own.
     for name, arr in row_shift_fixture_cases():
         total += save_fixtures(
-            NumcodecsWeights(dtype=arr.dtype), FIXTURES / "weights-rows", [(name, arr)]
+            NumcodecsWeights(dtype=arr.dtype), FIXTURES_V3 / "weights-rows", [(name, arr)]
         )
     total += save_zarr_fixtures()
     print(f"wrote {total} new fixtures under {FIXTURES}")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+
+import numcodecs
 import numpy as np
 import pytest
 import zstandard
@@ -10,6 +13,7 @@ from harness import (
     ARRAY_IDS,
     ARRAYS,
     FIXTURES,
+    FIXTURES_V3,
     check_backwards_compatibility,
     check_config,
     check_encode_decode,
@@ -18,6 +22,8 @@ from harness import (
     np_dtype,
     random_array,
     same_bits,
+    special_values,
+    to_old_version,
     weights_like,
 )
 
@@ -35,6 +41,7 @@ from nncodecs import (
     Weights,
 )
 from nncodecs.codecs._frame import frame_info
+from nncodecs.errors import CorruptDataError
 
 CODERS = {"rans": NumcodecsRans, "huffman": NumcodecsHuffman, "auto": NumcodecsAuto}
 SIZES = [0, 1, 31, 32, 33, (1 << 14) - 1, (1 << 14) + 1, (1 << 18) - 1, (1 << 18) + 1, 3 << 18]
@@ -164,14 +171,33 @@ def test_rans_is_close_to_the_entropy() -> None:
 @pytest.mark.parametrize("coder", CODERS)
 @pytest.mark.parametrize("name", ALL_DTYPES)
 def test_weights_equals_the_composable_chain(coder: str, name: str) -> None:
+    # The chain's coder records the array's element type from its dtype
+    # setting (Zarr fills it in from the array): then its frame is the fused
+    # codec's, byte for byte. Without it, it records "bytes": the element
+    # byte is the only difference.
     for arr in (weights_like(name, 300_001, seed=3), random_array(name, 1000, seed=4)):
         size = arr.dtype.itemsize
         fused = NumcodecsWeights(coder=coder, dtype=name).encode(arr)
         planes = NumcodecsPlanes(size).encode(NumcodecsBitReorder(name).encode(arr))
-        chain = CODERS[coder](planes=size).encode(planes)
+        chain = CODERS[coder](planes=size, dtype=name).encode(planes)
         assert fused == chain
-        dec = NumcodecsWeights(coder=coder, dtype=name).decode(fused)
-        assert same_bits(dec, arr)
+        assert CODERS[coder](dtype=name).get_config()["planes"] == size
+        untyped = CODERS[coder](planes=size).encode(planes)
+        if fused.startswith(b"NNCF"):
+            # The element byte differs, and the CRC field (which folds in its code).
+            a, b = frame_info(untyped), frame_info(fused)
+            assert (a["element"], b["element"]) == ("bytes", name)
+            assert {k: v for k, v in a.items() if k != "element"} == {
+                k: v for k, v in b.items() if k != "element"
+            }
+            diff = [i for i in range(len(fused)) if fused[i] != untyped[i]]
+            assert len(untyped) == len(fused) and diff[0] == 7 and diff[-1] < 7 + 1 + 10 + 4
+        else:
+            assert fused[:4] == untyped[:4] == b"NNCW" and untyped[5:] == fused[5:]
+        for frame in (fused, chain):
+            assert same_bits(NumcodecsWeights(coder=coder, dtype=name).decode(frame), arr)
+            assert same_bits(NumcodecsWeights().decode(frame), arr)  # its own dtype
+        assert bytes(CODERS[coder](dtype=name).decode(fused)) == planes.tobytes()
 
 
 @pytest.mark.parametrize(("case", "arr"), ARRAYS, ids=ARRAY_IDS)
@@ -286,8 +312,11 @@ def test_every_merge_variant_decodes_every_element_size(dtype: str) -> None:
 CONFIG_CASES = [
     NumcodecsRans(),
     NumcodecsRans(planes=4, precision=12, subblock_log2=14, checksum=False),
+    NumcodecsRans(dtype="bfloat16"),
     NumcodecsHuffman(planes=2, subblock_log2=12),
+    NumcodecsHuffman(dtype="float8_e4m3fn"),
     NumcodecsAuto(planes=2, precision=10, zstd_level=5),
+    NumcodecsAuto(planes=8, dtype="int64"),
     NumcodecsWeights(),
     NumcodecsWeights(coder="rans", dtype="bfloat16", checksum=False),
 ]
@@ -306,6 +335,7 @@ def test_config_and_repr(codec: object) -> None:
         Rans(planes=2, precision=12),
         Huffman(planes=4),
         Auto(zstd_level=9),
+        Auto(dtype="float32"),
         Weights(),
         Weights(coder="huffman", dtype="float16"),
     ],
@@ -318,15 +348,101 @@ def test_zarr_config(codec: object) -> None:
 
 @pytest.mark.parametrize("codec_dir", ["rans", "huffman", "auto", "weights"])
 def test_fixtures_still_decode(codec_dir: str) -> None:
-    assert check_backwards_compatibility(FIXTURES / codec_dir) == 3 * len(ALL_DTYPES)
+    # Frames of the earlier versions (1, and the first whole-input zstd
+    # kind): decode-only, to the same bytes.
+    assert check_backwards_compatibility(FIXTURES / codec_dir, version=1) == 3 * len(ALL_DTYPES)
+
+
+@pytest.mark.parametrize("codec_dir", ["rans", "huffman", "auto", "weights"])
+def test_version_3_is_version_1_with_the_element_byte(codec_dir: str) -> None:
+    # Today's encoders, less the element byte (and its code in the CRC), write
+    # exactly the committed version 1 frames: the new field is all that changed.
+    checked = 0
+    for meta_path in sorted((FIXTURES / codec_dir).glob("*.json")):
+        enc = meta_path.with_suffix(".enc").read_bytes()
+        if not enc.startswith(b"NNCF") or "zstd" in modes(enc):  # (zstd's output may change)
+            continue
+        meta = json.loads(meta_path.read_text())
+        arr = np.frombuffer(meta_path.with_suffix(".raw").read_bytes(), np_dtype(meta["dtype"]))
+        if codec_dir != "weights" and "dtype" in meta["config"]:
+            continue
+        codec = numcodecs.get_codec(dict(meta["config"]))
+        again = codec.encode(arr.reshape(meta["shape"]))
+        assert to_old_version(again) == enc, meta_path.name
+        checked += 1
+    assert checked >= 8
+
+
+@pytest.mark.parametrize("codec_dir", ["rans", "huffman", "auto", "weights"])
+def test_version_3_fixtures_decode_and_encode_the_same(codec_dir: str) -> None:
+    # Every dtype; the coders as in the chain (dtype set) and on plain bytes.
+    extra = 2 if codec_dir != "weights" else 0
+    count = check_backwards_compatibility(FIXTURES_V3 / codec_dir, version=3)
+    assert count == 3 * len(ALL_DTYPES) + extra
+    for path in (FIXTURES_V3 / codec_dir).glob("*.enc"):
+        dtype = json.loads(path.with_suffix(".json").read_text())["config"]["dtype"]
+        assert frame_info(path.read_bytes())["element"] == (dtype or "bytes"), path.name
+
+
+@pytest.mark.parametrize("codec_id", ["nncodecs.rans", "nncodecs.huffman", "nncodecs.auto"])
+@pytest.mark.parametrize("name", ALL_DTYPES)
+def test_byte_coders_round_trip_without_arguments(codec_id: str, name: str) -> None:
+    # numcodecs' registry, no settings: bytes in, the same bytes out (a flat
+    # uint8 array, as numcodecs' byte codecs give); the frame records "bytes".
+    arr = weights_like(name, 3001, seed=1).reshape(3001)
+    codec = numcodecs.get_codec({"id": codec_id})
+    frame = codec.encode(arr)
+    assert frame_info(frame)["element"] == "bytes"
+    dec = codec.decode(frame)
+    assert dec.dtype == np.uint8 and dec.ndim == 1 and dec.tobytes() == arr.tobytes()
+
+
+@pytest.mark.parametrize("name", ALL_DTYPES)
+@pytest.mark.parametrize("coder", CODERS)
+def test_weights_round_trips_without_arguments(name: str, coder: str) -> None:
+    # get_codec with nothing but the id (and the coder): the frame records
+    # the dtype, and decoding gives a flat array of it (numcodecs' way; Zarr
+    # v2 reshapes it), for chunked frames and the whole-input zstd kind.
+    for arr in (weights_like(name, 300_006, seed=2).reshape(-1, 6), special_values(name)):
+        frame = numcodecs.get_codec({"id": "nncodecs.weights", "coder": coder}).encode(arr)
+        dec = numcodecs.get_codec({"id": "nncodecs.weights"}).decode(frame)
+        assert dec.dtype == arr.dtype and dec.shape == (arr.size,)
+        assert same_bits(dec, arr.reshape(-1))
+        assert frame_info(frame)["element"] == name
+
+
+def _other_dtype(name: str) -> str:
+    """A dtype of the same width as ``name`` (a consistent edit of a dtype)."""
+    width = np_dtype(name).itemsize
+    return next(d for d in ALL_DTYPES if d != name and np_dtype(d).itemsize == width)
+
+
+@pytest.mark.parametrize("name", ALL_DTYPES)
+def test_a_frame_decoded_as_another_dtype_is_corrupt(name: str) -> None:
+    other = _other_dtype(name)
+    small, large = special_values(name), weights_like(name, 200_001, seed=3)
+    for arr in (small, large):
+        frame = NumcodecsWeights(dtype=name).encode(arr)
+        with pytest.raises(CorruptDataError, match=f"holds {name} elements, expected {other}"):
+            NumcodecsWeights(dtype=other).decode(frame)
+        with pytest.raises(CorruptDataError, match=f"holds {name} elements, expected {other}"):
+            NumcodecsWeights(dtype=other).decode(frame, out=np.empty(arr.size, np_dtype(other)))
+        planes = NumcodecsPlanes(arr.dtype.itemsize).encode(NumcodecsBitReorder(name).encode(arr))
+        chain = NumcodecsAuto(dtype=name).encode(planes)
+        with pytest.raises(CorruptDataError, match="expected"):
+            NumcodecsAuto(dtype=other).decode(chain)
+    # A frame of an earlier version states nothing: it decodes as asked.
+    old = to_old_version(NumcodecsWeights(dtype=name, coder="rans").encode(large))
+    assert same_bits(NumcodecsWeights(dtype=name).decode(old), large)
 
 
 def test_small_tensors_cost_little() -> None:
     # A frame's own bytes: a few dozen at most.
     tiny = np.arange(8, dtype=np.float32)
     frame = NumcodecsWeights(dtype="float32").encode(tiny)
-    assert len(frame) <= tiny.nbytes + 7 + 1 + 4 + 4 * 1
-    assert len(NumcodecsWeights(dtype="float32").encode(np.zeros(0, np.float32))) <= 12
+    # (version 3: 8 fixed bytes, the element byte among them)
+    assert len(frame) <= tiny.nbytes + 8 + 1 + 4 + 4 * 1
+    assert len(NumcodecsWeights(dtype="float32").encode(np.zeros(0, np.float32))) <= 13
 
 
 def test_bad_settings_are_clear_errors() -> None:
@@ -344,8 +460,12 @@ def test_bad_settings_are_clear_errors() -> None:
         NumcodecsRans(planes=2).encode(b"abc")
     with pytest.raises(TypeError, match="unsupported dtype"):
         NumcodecsWeights().encode(np.zeros(3, np.complex64))
-    with pytest.raises(ValueError, match="needs dtype="):
-        NumcodecsWeights().decode(NumcodecsWeights().encode(np.zeros(3, np.float32)))
+    with pytest.raises(ValueError, match=r"states no element type.*needs dtype="):
+        NumcodecsWeights().decode(NumcodecsRans(planes=4).encode(np.zeros(3, np.float32)))
+    with pytest.raises(ValueError, match="has 2-byte elements, planes is 4"):
+        NumcodecsRans(planes=4, dtype="bfloat16")
+    with pytest.raises(TypeError, match="unsupported dtype"):
+        NumcodecsAuto(dtype="complex64")
 
 
 def test_zstd_chunks_hold_no_redundant_bytes() -> None:
@@ -364,8 +484,15 @@ def test_small_inputs_can_be_one_zstd_frame() -> None:
     text = np.frombuffer(b"abcabcabd" * 1000, np.uint8)
     codec = NumcodecsAuto()
     frame = codec.encode(text)
-    assert frame.startswith(b"NNCZ")
-    assert frame_info(frame) == {"kind": "zstd", "decoded_len": text.nbytes, "chunks": []}
+    assert frame.startswith(b"NNCW\x00")  # the whole-input kind with its element type (bytes)
+    assert frame_info(frame) == {
+        "kind": "zstd",
+        "decoded_len": text.nbytes,
+        "element": "bytes",
+        "chunks": [],
+    }
+    # The first whole-input kind ('NNCZ', no element type) still decodes.
+    assert bytes(codec.decode(b"NNCZ" + frame[5:])) == text.tobytes()
     assert bytes(codec.decode(frame)) == text.tobytes()
     # The rans and huffman codecs read it too: every decoder reads every frame.
     assert bytes(NumcodecsRans().decode(frame)) == text.tobytes()

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 import zarr
-from harness import np_dtype, row_scaled, same_bits, weights_like
+from harness import np_dtype, row_scaled, same_bits, to_old_version, weights_like
 
 from nncodecs import CorruptDataError, NumcodecsWeights, Reader, Writer
 from nncodecs.codecs.weights import Weights
@@ -74,9 +74,18 @@ def test_device_input_errors(device: Any) -> None:
     codec = NumcodecsWeights(dtype="bfloat16")
     with pytest.raises(ValueError, match="configured for bfloat16"):
         codec.encode(device.device_array(np.zeros(300_000, np.float32)))
-    frame = codec.encode(weights_like("bfloat16", 300_000, seed=1))
+    arr = weights_like("bfloat16", 300_000, seed=1)
+    frame = codec.encode(arr)
+    # The frame records its dtype: a codec without one decodes it on the device ...
+    back = NumcodecsWeights().decode(device.device_array(np.frombuffer(frame, np.uint8)))
+    assert _to_host(device, back).tobytes() == arr.tobytes()
+    # ... as one of another dtype refuses it, and a version 1 frame needs one.
+    on_device = device.device_array(np.frombuffer(frame, np.uint8))
+    with pytest.raises(CorruptDataError, match="holds bfloat16 elements, expected float16"):
+        NumcodecsWeights(dtype="float16").decode(on_device)
+    old = to_old_version(frame)
     with pytest.raises(ValueError, match="dtype="):
-        NumcodecsWeights().decode(device.device_array(np.frombuffer(frame, np.uint8)))
+        NumcodecsWeights().decode(device.device_array(np.frombuffer(old, np.uint8)))
     bad = bytearray(frame)
     bad[len(bad) // 2] ^= 0x40
     with pytest.raises(CorruptDataError):

@@ -2,7 +2,8 @@
 
 Frames written by the CPU encoder are decoded by kernels/decode.cu (through
 nncodecs.gpu.decode, the host side a GPU run uses too) and compared with
-the original bytes: every float layout, version 2 row offsets, many
+the original bytes: every float layout, every frame version (3, and 1 and
+2 as earlier releases wrote them), row offsets, many
 sub-blocks a chunk, tails under 32 symbols, raw / constant / Huffman / zstd
 chunks, empty input, and corrupt rANS payloads reported per chunk. On a
 machine with a GPU, scripts/gpu_check.sh runs the same kernels on it.
@@ -14,7 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from harness import np_dtype, row_scaled, same_bits, weights_like
+from harness import has_rows, np_dtype, row_scaled, same_bits, to_old_version, weights_like
 
 from nncodecs import CorruptDataError, NumcodecsAuto, NumcodecsRans, NumcodecsWeights
 from nncodecs.codecs.planes import split_array
@@ -41,11 +42,41 @@ def test_cpu_frames_decode_on_the_gpu(backend: Any, dtype: str) -> None:
         assert same_bits(_gpu_elements(backend, frame, arr), arr), coder
 
 
-def test_row_offsets_of_version_2(backend: Any) -> None:
+def test_row_offsets_of_versions_3_and_2(backend: Any) -> None:
     arr = row_scaled("bfloat16", 300, 512, seed=4)
     frame = NumcodecsWeights(coder="rans", dtype="bfloat16").encode(arr)
-    assert frame[4] == 2
-    assert same_bits(_gpu_elements(backend, frame, arr).reshape(arr.shape), arr)
+    assert has_rows(frame)
+    for version in (frame, to_old_version(frame)):
+        assert same_bits(_gpu_elements(backend, version, arr).reshape(arr.shape), arr)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float32", "float8_e5m2"])
+def test_every_version_decodes_and_the_element_type_is_checked(backend: Any, dtype: str) -> None:
+    # Version 3 and the version 1 frame of the same bytes decode alike; a
+    # version 3 frame decoded as another element type of its width is
+    # CorruptDataError naming both (the GPU host checks the plan's type).
+    from nncodecs.gpu.device import decode_weights_on_device, stated_dtype_on
+
+    arr = weights_like(dtype, 70_001, seed=5)
+    frame = NumcodecsWeights(coder="rans", dtype=dtype).encode(arr)
+    old = to_old_version(frame)
+    assert old[4] == 1
+    for f in (frame, old):
+        assert same_bits(_gpu_elements(backend, f, arr), arr)
+    other = {"bfloat16": "float16", "float32": "int32", "float8_e5m2": "float8_e4m3fn"}[dtype]
+    for f in (frame, backend.to_device(np.frombuffer(frame, np.uint8))):
+        with pytest.raises(CorruptDataError, match=f"holds {dtype} elements, expected {other}"):
+            decode_weights_on_device(backend, [f], other, [None])
+        assert stated_dtype_on(backend, f) == dtype
+        (back,) = decode_weights_on_device(backend, [f], dtype, [None])
+        assert same_bits(backend.to_host(back).view(arr.dtype), arr)
+    assert stated_dtype_on(backend, backend.to_device(np.frombuffer(old, np.uint8))) is None
+    # In a batch, the frame is named.
+    with pytest.raises(CorruptDataError, match=f"frame 1: the frame holds {dtype}"):
+        decode_frames(
+            backend, [np.frombuffer(frame, np.uint8)] * 2, max_decoded=[arr.nbytes] * 2,
+            layouts=[float_layout(arr.dtype)] * 2, elements=True, dtypes=[dtype, other],
+        )  # fmt: skip
 
 
 def test_many_subblocks_raw_constant_and_planes_output(backend: Any) -> None:
@@ -171,7 +202,7 @@ def _every_chunk_kind() -> np.ndarray:
 def test_row_offsets_on_every_chunk_kind_of_the_last_plane(backend: Any) -> None:
     arr = _every_chunk_kind()
     frame = NumcodecsWeights(dtype="bfloat16").encode(arr)
-    assert frame[4] == 2
+    assert has_rows(frame)
     kinds = set(
         plan_decode(np.frombuffer(frame, np.uint8), arr.nbytes).sources["kind"][8:].tolist()
     )
@@ -204,7 +235,7 @@ def test_the_exponent_plane_decodes_fused(backend: Any) -> None:
 
 def test_many_frames_in_one_launch_each(backend: Any) -> None:
     # Tensors of every kind in one batch: fused bf16, float32 through the
-    # planes, a version 2 frame, a frame with Huffman chunks, an empty one,
+    # planes, a frame with a row section, a frame with Huffman chunks, an empty one,
     # a whole-input zstd one (decoded on the CPU).
     # Each kernel runs once for all of them.
     two_rans_planes = [

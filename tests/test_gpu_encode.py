@@ -3,7 +3,8 @@
 ``nncodecs.gpu.encode.encode_on`` runs kernels/encode.cu (on the SIMT
 emulator everywhere, on CuPy where a GPU is present) and must return,
 byte for byte, what ``encode_frame`` writes on the CPU for the same input
-and settings: every float layout and coder, version 2 row shifts, raw,
+and settings: every float layout and coder, version 3 frames with their
+element type (and row sections), raw,
 constant, Huffman and zstd chunks, tails under 32 symbols, random sizes and
 empty input. GPU bytes then decode on the CPU, and on the GPU.
 """
@@ -14,11 +15,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from harness import np_dtype, row_scaled, same_bits, weights_like
+from harness import has_rows, np_dtype, row_scaled, same_bits, weights_like
 
 from nncodecs import _core
 from nncodecs.codecs._frame import decode_frame, encode_frame
-from nncodecs.dtypes import float_layout
+from nncodecs.dtypes import dtype_name, float_layout
 from nncodecs.gpu.decode import decode_on
 from nncodecs.gpu.encode import encode_frames, encode_on
 
@@ -40,6 +41,7 @@ def _weights_settings(arr: np.ndarray, coder: str, row_length: int = 0) -> dict[
         "elements": True,
         "layout": float_layout(arr.dtype),
         "row_length": row_length,
+        "dtype": dtype_name(arr.dtype),
     }
 
 
@@ -56,7 +58,9 @@ def test_same_bytes_as_the_cpu(backend: Any, dtype: str, coder: str) -> None:
     # 256 KiB up to which auto encodes on the host.
     arr = weights_like(dtype, 270_001, seed=11)
     cpu, gpu = _both(backend, arr, **_weights_settings(arr, coder))
-    assert cpu[:4] == b"NNCF"
+    assert cpu[:5] == b"NNCF\x03" and cpu[7] & 0x3F == _core.element_types().index(
+        (dtype, arr.itemsize)
+    )  # version 3, recording the dtype
     assert gpu == cpu
     back = decode_frame(gpu, elements=True, layout=float_layout(arr.dtype), planes=arr.itemsize)
     assert same_bits(back.view(arr.dtype), arr)
@@ -77,16 +81,19 @@ def test_kernels_do_the_work(backend: Any) -> None:
             assert kernel in ran, kernel
 
 
-def test_row_shift_of_version_2(backend: Any) -> None:
+def test_row_shift_of_version_3(backend: Any) -> None:
     arr = row_scaled("bfloat16", 300, 512, seed=4)
     cpu, gpu = _both(backend, arr, **_weights_settings(arr, "rans", row_length=512))
-    assert cpu[4] == 2  # the plan keeps the shift: a version 2 frame
+    assert has_rows(cpu)  # the plan keeps the shift: the row section
     assert gpu == cpu
-    # and where it does not pay, version 1 from both
+    # and where it does not pay, none from both
     flat = weights_like("bfloat16", 300 * 512, seed=4)
     cpu, gpu = _both(backend, flat, **_weights_settings(flat, "auto", row_length=512))
-    assert cpu[4] == 1
+    assert cpu[4] == 3 and not has_rows(cpu)
     assert gpu == cpu
+    # planes of bytes (no element type) too
+    cpu, gpu = _both(backend, flat, **{**_weights_settings(flat, "rans"), "dtype": "bytes"})
+    assert cpu[7] == 0 and gpu == cpu
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float8_e4m3fn"])
@@ -229,16 +236,18 @@ def test_many_tensors_in_one_launch_each(backend: Any) -> None:
     for coder in ("rans", "auto"):
         cpu = [
             encode_frame(t.reshape(-1).view(np.uint8), planes=t.itemsize, coder=coder,
-                         elements=True, layout=float_layout(t.dtype), row_length=r)
+                         elements=True, layout=float_layout(t.dtype), row_length=r,
+                         dtype=dtype_name(t.dtype))
             for t, r in zip(tensors, rows, strict=True)
         ]  # fmt: skip
-        assert [c[4] for c in cpu if c[:4] == b"NNCF"].count(2) >= 2  # some version 2 frames
+        assert [has_rows(c) for c in cpu if c[:4] == b"NNCF"].count(True) >= 2  # row sections
         if hasattr(backend, "launches"):
             backend.launches.clear()
         gpu = encode_frames(
             backend, [backend.to_device(t.reshape(-1).view(np.uint8)) for t in tensors],
             planes=[t.itemsize for t in tensors], coder=coder, elements=True,
             layouts=[float_layout(t.dtype) for t in tensors], row_lengths=rows,
+            dtypes=[dtype_name(t.dtype) for t in tensors],
         )  # fmt: skip
         for i, (c, g) in enumerate(zip(cpu, gpu, strict=True)):
             assert backend.to_host(g).tobytes() == c, (coder, i)

@@ -52,7 +52,7 @@ def sample_frames() -> dict[str, tuple[object, bytes, bytes]]:
         out[name] = (codec, data.tobytes(), codec.encode(data))
     tiny = np.frombuffer(b"tiny tensors become one zstd frame " * 40, np.uint8)
     out["whole-zstd"] = (NumcodecsAuto(), tiny.tobytes(), NumcodecsAuto().encode(tiny))
-    assert out["whole-zstd"][2].startswith(b"NNCZ")
+    assert out["whole-zstd"][2].startswith(b"NNCW")
     w = weights_like("bfloat16", 70000)
     out["weights"] = (
         NumcodecsWeights(dtype="bfloat16"),
@@ -146,8 +146,13 @@ def test_declared_size_larger_than_expected() -> None:
         gzip.compress(b"hello world" * 10),
         struct.pack("<Q", 12) + b'{"a": "b"}  ',
         np.random.default_rng(5).integers(0, 256, 4096, dtype=np.uint8).tobytes(),
-        b"NNCF\x02\x01\x01\x00",  # a future version
+        b"NNCF\x02\x01\x01\x00",  # version 2, truncated
+        b"NNCF\x04\x01\x01\x00\x00",  # a future version
         b"NNCF\x01\x00\x01\x00",  # coder 0
+        b"NNCF\x03\x01\x01\x11\x00",  # element code 17
+        b"NNCF\x03\x01\x01\x0d\x00",  # bfloat16 (2 bytes) in one plane
+        b"NNCW",
+        b"NNCW\x3f" + zstandard.ZstdCompressor().compress(b"x" * 100)[4:],
         b"NNCZ",
         b"NNCZ" + zstandard.ZstdCompressor().compress(b"x" * 100)[4:] + b"junk",
         b"NNCZ" + b"\x00" * 40,
@@ -162,7 +167,12 @@ def test_declared_size_larger_than_expected() -> None:
         "safetensors",
         "random",
         "v2",
+        "v4",
         "coder0",
+        "element17",
+        "element-width",
+        "nncw",
+        "nncw-code63",
         "nncz",
         "nncz+junk",
         "nncz-zeros",
@@ -177,6 +187,43 @@ def test_frames_of_something_else(junk: bytes) -> None:
     ):
         with pytest.raises(CorruptDataError):
             codec.decode(junk)
+
+
+@pytest.mark.parametrize("name", ["weights", "small", "rans"])
+def test_forged_element_bytes_are_corrupt(name: str) -> None:
+    # Version 3's element byte (after the plane count): codes past the table,
+    # the reserved bit, a type whose width is not the plane count, or another
+    # type of the right width (the checksum covers the code) all raise, with
+    # or without a dtype from the caller; never a crash.
+    codec, _, frame = FRAMES[name]
+    planes = frame[6]
+    assert frame[4] == 3
+    for byte in list(range(256)):
+        if byte == frame[7]:
+            continue
+        bad = frame[:7] + bytes([byte]) + frame[8:]
+        for decoder in (codec, NumcodecsWeights(), NumcodecsWeights(dtype="bfloat16")):
+            if decoder is codec or planes == 2:
+                # (a frame that says "bytes" gives the dtype-less weights decoder nothing
+                # to decode to: a ValueError asking for one)
+                untyped = byte in (0x00, 0x80) and decoder.dtype is None
+                with pytest.raises(ValueError if untyped else CorruptDataError):
+                    decoder.decode(bad)  # type: ignore[attr-defined]
+    code = frame[7] & 0x3F
+    with pytest.raises(CorruptDataError, match="element type code 17"):
+        codec.decode(frame[:7] + bytes([17 | (frame[7] & 0x80)]) + frame[8:])  # type: ignore[attr-defined]
+    assert code < 17
+
+
+def test_forged_element_code_of_the_whole_input_kind() -> None:
+    codec, _, frame = FRAMES["whole-zstd"]
+    for code in (17, 63, 200, 255):
+        with pytest.raises(CorruptDataError, match=f"element type code {code}"):
+            codec.decode(frame[:4] + bytes([code]) + frame[5:])  # type: ignore[attr-defined]
+    float32 = NumcodecsWeights(dtype="float32").encode(np.arange(10, dtype=np.float32))
+    assert float32.startswith(b"NNCW\x0b")
+    with pytest.raises(CorruptDataError, match="holds float32 elements, expected int32"):
+        NumcodecsWeights(dtype="int32").decode(float32)
 
 
 def test_corrupt_chunk_in_a_zarr_array_raises() -> None:

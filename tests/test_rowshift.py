@@ -1,4 +1,5 @@
-"""The row shift of version 2 frames: per-row exponent offsets (docs/format.md).
+"""The row shift: per-row exponent offsets (docs/format.md), the row section of
+version 3 frames (bit 7 of the element byte) and of version 2 ones (read only).
 
 The weights codec subtracts each row's offset from the exponent plane where
 its estimates say that pays, and every decoder path adds it back: the
@@ -12,12 +13,15 @@ import numpy as np
 import pytest
 from harness import (
     FIXTURES,
+    FIXTURES_V3,
     check_backwards_compatibility,
+    has_rows,
     np_dtype,
     random_array,
     row_scaled,
     row_shift_fixture_cases,
     same_bits,
+    to_old_version,
     varint,
     weights_like,
 )
@@ -30,8 +34,10 @@ FLOATS = ["bfloat16", "float16", "float32", "float64", "float8_e4m3fn", "float8_
 
 
 def _version(frame: bytes) -> int:
-    assert frame[:4] == b"NNCF"
-    return frame[4]
+    """2 for a frame with the row section, 1 without (the versions that said
+    so before version 3, which says it with bit 7 of its element byte)."""
+    assert frame[:5] == b"NNCF\x03"
+    return 2 if has_rows(frame) else 1
 
 
 def _decode_everywhere(frame: bytes, arr: np.ndarray, threads=(1, 2, 3, 4)) -> None:
@@ -150,7 +156,7 @@ def _shifted_frame() -> tuple[bytes, dict, np.ndarray]:
 def test_a_corrupt_row_offset_is_caught_by_the_checksum() -> None:
     frame, info, _ = _shifted_frame()
     # The 300 offsets (one a row) follow the checksum and the row length (512: 2 bytes).
-    at = 7 + len(varint(info["decoded_len"])) + 4
+    at = 8 + len(varint(info["decoded_len"])) + 4
     assert frame[at : at + 2] == varint(512)
     raw = bytearray(frame)
     raw[at + 2 + 150] ^= 0x08
@@ -161,7 +167,7 @@ def test_a_corrupt_row_offset_is_caught_by_the_checksum() -> None:
 
 def test_malformed_row_sections_are_clear_errors() -> None:
     frame, info, _ = _shifted_frame()
-    at = 7 + len(varint(info["decoded_len"])) + 4  # the row length varint
+    at = 8 + len(varint(info["decoded_len"])) + 4  # the row length varint
     assert frame[at : at + 2] == varint(512)
     # Row length 0 (a one-byte varint; the frame is a byte shorter).
     zero = frame[:at] + b"\x00" + frame[at + 2 :]
@@ -175,19 +181,34 @@ def test_malformed_row_sections_are_clear_errors() -> None:
     for cut in (at + 1, at + 100):
         with pytest.raises(CorruptDataError):
             NumcodecsWeights(dtype="bfloat16").decode(frame[:cut])
-    # A version 1 frame does not read the section: version 2's bytes there
-    # are taken for the index and fail its checks.
-    v1 = frame[:4] + b"\x01" + frame[5:]
+    # Without the row flag the section is not read: its bytes are taken for
+    # the index and fail its checks.
+    flagless = frame[:7] + bytes([frame[7] & 0x7F]) + frame[8:]
     with pytest.raises(CorruptDataError):
-        NumcodecsWeights(dtype="bfloat16").decode(v1)
-    # Versions past 2 are refused by name.
-    v3 = frame[:4] + b"\x03" + frame[5:]
-    with pytest.raises(CorruptDataError, match="frame version 3"):
-        NumcodecsWeights(dtype="bfloat16").decode(v3)
+        NumcodecsWeights(dtype="bfloat16").decode(flagless)
+    # Versions past 3 are refused by name.
+    v4 = frame[:4] + b"\x04" + frame[5:]
+    with pytest.raises(CorruptDataError, match="frame version 4"):
+        NumcodecsWeights(dtype="bfloat16").decode(v4)
+    # The same section in a version 2 frame (what earlier releases wrote) reads.
+    old = to_old_version(frame)
+    assert old[4] == 2
+    _decode_everywhere(old, _shifted_frame()[2], threads=(1, 4))
+    v2_zero = old[: at - 1] + b"\x00" + old[at + 1 :]
+    with pytest.raises(CorruptDataError, match="row length 0"):
+        NumcodecsWeights(dtype="bfloat16").decode(v2_zero)
 
 
-def test_version_2_fixtures_still_decode_and_encode_the_same() -> None:
+def test_version_2_fixtures_still_decode() -> None:
     directory = FIXTURES / "weights-rows"
-    assert check_backwards_compatibility(directory) == len(row_shift_fixture_cases())
+    assert check_backwards_compatibility(directory, version=2) == len(row_shift_fixture_cases())
+
+
+def test_version_3_row_fixtures_decode_and_encode_the_same() -> None:
+    directory = FIXTURES_V3 / "weights-rows"
+    assert check_backwards_compatibility(directory, version=3) == len(row_shift_fixture_cases())
     for path in directory.glob("*.enc"):
-        assert path.read_bytes()[4] == 2, path.name
+        assert has_rows(path.read_bytes()), path.name
+        # byte for byte the committed version 2 frame, but for the element byte
+        old = (FIXTURES / "weights-rows" / path.name).read_bytes()
+        assert to_old_version(path.read_bytes()) == old

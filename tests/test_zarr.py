@@ -16,7 +16,18 @@ from harness import ALL_DTYPES, FIXTURES, FLOATS, np_dtype, random_array, same_b
 from zarr.codecs import ZstdCodec
 from zarr.storage import LocalStore, MemoryStore, ZipStore
 
-from nncodecs import Auto, BitReorder, Huffman, Planes, Rans, Weights
+from nncodecs import (
+    Auto,
+    BitReorder,
+    CorruptDataError,
+    Huffman,
+    NumcodecsAuto,
+    NumcodecsRans,
+    NumcodecsWeights,
+    Planes,
+    Rans,
+    Weights,
+)
 
 CHAINS = {
     "reorder+planes": {"filters": [BitReorder()], "serializer": Planes()},
@@ -254,7 +265,10 @@ def test_weights_chunks_equal_the_chain_and_fill_in_the_settings() -> None:
     chain = {"filters": [BitReorder()], "serializer": Planes(), "compressors": [Rans()]}
     b = zarr.create_array(MemoryStore(), **chain, **whole)
     b[:] = arr
+    # Zarr evolves the coder from the array's data type (before the bit
+    # reorder made it uint16): its frame records bfloat16, as Weights' does.
     assert b.metadata.to_dict()["codecs"][2]["configuration"]["planes"] == 2
+    assert b.metadata.to_dict()["codecs"][2]["configuration"]["dtype"] == "bfloat16"
     chunk_a = a.store_path.store._store_dict["c/0/0"].to_bytes()
     chunk_b = b.store_path.store._store_dict["c/0/0"].to_bytes()
     assert chunk_a == chunk_b
@@ -275,3 +289,54 @@ def test_weights_array_opens_in_a_fresh_process(tmp_path: Path) -> None:
     dtype, hexbytes = out.stdout.split()
     assert dtype == "float8_e4m3fn"
     assert bytes.fromhex(hexbytes) == arr.tobytes()
+
+
+# Zarr v2 takes the standard NumPy types only (the ML floats are Zarr v3 types).
+V2_DTYPES = ["bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+             "float16", "float32", "float64"]  # fmt: skip
+V2_CODECS = {
+    "weights-compressor": {"compressors": NumcodecsWeights(), "filters": None},
+    "weights-rans-compressor": {"compressors": NumcodecsWeights(coder="rans"), "filters": None},
+    "weights-filter": {"filters": [NumcodecsWeights()], "compressors": None},
+    "weights-filter+auto": {"filters": [NumcodecsWeights()], "compressors": NumcodecsAuto()},
+    "rans-compressor": {"compressors": NumcodecsRans(), "filters": None},
+}
+
+
+@pytest.mark.parametrize("codecs", V2_CODECS)
+@pytest.mark.parametrize("name", V2_DTYPES)
+def test_zarr_v2_round_trip(name: str, codecs: str, tmp_path: Path) -> None:
+    # numcodecs codecs in a Zarr v2 array: written, reopened from the store
+    # (the codec rebuilt from its JSON, which holds no dtype) and read back
+    # bit-exact: the frames say what they hold.
+    arr = sample(name)
+    path = tmp_path / "v2.zarr"
+    z = zarr.create_array(LocalStore(path), shape=SHAPE, dtype=arr.dtype, chunks=(16, 16),
+                          zarr_format=2, **V2_CODECS[codecs])  # fmt: skip
+    z[:] = arr
+    again = zarr.open_array(LocalStore(path, read_only=True), mode="r")
+    assert again.metadata.zarr_format == 2
+    assert same_bits(again[:], arr)
+    assert same_bits(again[3:41, 5:30], arr[3:41, 5:30])
+    meta = json.loads((path / ".zarray").read_text())
+    codec = meta["compressor"] or meta["filters"][0]
+    assert codec["id"].startswith("nncodecs.")
+
+
+def test_zarr_v3_decodes_refuse_a_chunk_of_another_dtype() -> None:
+    # A consistent edit of the data type in the metadata (bfloat16 -> float16,
+    # the same width): the chunks still say bfloat16, and reads fail.
+    arr = sample("bfloat16")
+    store = MemoryStore()
+    z = zarr.create_array(store, shape=SHAPE, dtype=arr.dtype, chunks=(16, 16),
+                          serializer=Weights(), compressors=None)  # fmt: skip
+    z[:] = arr
+    meta = json.loads(store._store_dict["zarr.json"].to_bytes())
+    meta["data_type"] = "float16"
+    meta["fill_value"] = 0.0
+    meta["codecs"][0]["configuration"]["dtype"] = "float16"
+    store._store_dict["zarr.json"] = store._store_dict["zarr.json"].from_bytes(
+        json.dumps(meta).encode()
+    )
+    with pytest.raises(CorruptDataError, match="holds bfloat16 elements, expected float16"):
+        _ = zarr.open_array(store, mode="r")[:]

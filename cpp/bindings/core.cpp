@@ -56,6 +56,18 @@ nnc::Layout parse_layout(const std::string& name, const char* func) {
                         "float8_e4m3fn, float8_e5m2");
 }
 
+// An element type by its name (nnc::kElements, the one table).
+nnc::Element parse_element(const std::string& name, const char* func) {
+  for (unsigned code = 0; code < nnc::kElementCount; ++code)
+    if (name == nnc::kElements[code].name) return static_cast<nnc::Element>(code);
+  std::string known;
+  for (const nnc::ElementInfo& e : nnc::kElements) known += std::string(known.empty() ? "" : ", ") + e.name;
+  throw py::value_error(std::string("nncodecs._core.") + func + ": unknown element type '" +
+                        name + "', expected one of " + known);
+}
+
+const char* element_name(nnc::Element e) { return nnc::kElements[static_cast<unsigned>(e)].name; }
+
 nnc::Variant parse_variant(const std::string& name, const char* func) {
   nnc::Variant v;
   if (name == "auto") v = nnc::Variant::automatic;
@@ -158,8 +170,10 @@ py::list plan_list(const std::vector<std::vector<std::uint8_t>>& pieces,
 py::object frame_encode(py::handle src, unsigned planes, const std::string& coder,
                         unsigned precision, unsigned subblock_log2, bool checksum,
                         const std::string& layout, bool elements, int threads, py::object zstd,
-                        unsigned min_gain_permille, bool probe_zstd, std::uint64_t row_length) {
+                        unsigned min_gain_permille, bool probe_zstd, std::uint64_t row_length,
+                        const std::string& element) {
   nnc::EncodeParams params;
+  params.element = parse_element(element, "frame_encode");
   params.coder = parse_coder(coder);
   params.planes = planes;
   params.precision = precision;
@@ -229,6 +243,7 @@ py::dict frame_info(py::handle src, std::uint64_t max_decoded) {
     raise_error(err, "frame_info");
   py::dict d;
   d["version"] = info.version;
+  d["element"] = element_name(info.element);
   d["coder"] = info.coder == nnc::Coder::rans      ? "rans"
                : info.coder == nnc::Coder::huffman ? "huffman"
                                                    : "auto";
@@ -281,6 +296,7 @@ py::object frame_index(py::handle src, std::uint64_t max_decoded, std::size_t to
   }
   py::dict d;
   d["planes"] = info.planes;
+  d["element"] = element_name(info.element);
   d["decoded_len"] = info.decoded_len;
   d["precision"] = info.precision;
   d["subblock_log2"] = info.subblock_log2;
@@ -304,16 +320,19 @@ std::uint32_t crc32c_join(py::handle crcs, py::handle lengths) {
 }
 
 // The little a decoder needs before it allocates: (decoded length, planes,
-// number of zstd chunks), with the same checks as frame_info.
-py::tuple frame_summary(py::handle src, std::uint64_t max_decoded) {
+// number of zstd chunks, element type), with the same checks as frame_info,
+// and the element type checked against `element` (bytes: any).
+py::tuple frame_summary(py::handle src, std::uint64_t max_decoded, const std::string& element) {
+  const nnc::Element expected = parse_element(element, "frame_summary");
   Buffer in(src, false, "frame_summary", "src");
   nnc::FrameInfo info;
   nnc::Error err;
-  if (nnc::frame_info(in.data(), in.size(), max_decoded, &info, &err) != nnc::Status::ok)
+  if (nnc::frame_info(in.data(), in.size(), max_decoded, &info, &err) != nnc::Status::ok ||
+      nnc::check_element(info, expected, &err) != nnc::Status::ok)
     raise_error(err, "frame_summary");
   std::size_t zstd = 0;
   for (const nnc::ChunkRef& r : info.chunks) zstd += r.mode == nnc::ChunkMode::zstd;
-  return py::make_tuple(info.decoded_len, info.planes, zstd);
+  return py::make_tuple(info.decoded_len, info.planes, zstd, element_name(info.element));
 }
 
 void frame_decode(py::handle dst, py::handle src, std::uint64_t max_decoded,
@@ -445,12 +464,14 @@ py::array_t<std::uint8_t> new_output(std::size_t bytes) {
 }
 
 py::object frame_decode_new(py::handle src, std::uint64_t max_decoded, const std::string& layout,
-                            bool elements, int threads) {
+                            bool elements, int threads, const std::string& element) {
   nnc::Layout l = parse_layout(layout, "frame_decode_new");
+  const nnc::Element expected = parse_element(element, "frame_decode_new");
   Buffer in(src, false, "frame_decode_new", "src");
   nnc::FrameInfo info;
   nnc::Error err;
-  if (nnc::frame_info(in.data(), in.size(), max_decoded, &info, &err) != nnc::Status::ok)
+  if (nnc::frame_info(in.data(), in.size(), max_decoded, &info, &err) != nnc::Status::ok ||
+      nnc::check_element(info, expected, &err) != nnc::Status::ok)
     raise_error(err, "frame_decode_new");
   for (const nnc::ChunkRef& r : info.chunks)
     if (r.mode == nnc::ChunkMode::zstd) return py::none();
@@ -564,10 +585,17 @@ py::tuple rans_tables(py::handle counts, std::size_t rows, unsigned precision) {
 py::bytes frame_head(std::size_t src_len, unsigned planes, const std::string& coder,
                      unsigned precision, unsigned subblock_log2, bool checksum, std::uint32_t crc,
                      std::uint64_t row_length, py::bytes row_offsets, py::bytes modes,
-                     py::bytes values, const std::vector<std::uint64_t>& lengths) {
+                     py::bytes values, const std::vector<std::uint64_t>& lengths,
+                     const std::string& element) {
   nnc::EncodeParams params = chunk_params(coder, precision, subblock_log2, 0);
   params.planes = planes;
   params.checksum = checksum;
+  params.element = parse_element(element, "frame_head");
+  const unsigned width = nnc::kElements[static_cast<unsigned>(params.element)].width;
+  if (width != 0 && width != planes)
+    throw py::value_error("nncodecs._core.frame_head: element type " + element + " is " +
+                          std::to_string(width) + " bytes, not " + std::to_string(planes) +
+                          " planes");
   nnc::Error err;
   if (planes < 1 || planes > 255 || src_len % planes)
     throw py::value_error("nncodecs._core.frame_head: bad plane count for the length");
@@ -657,11 +685,12 @@ PYBIND11_MODULE(_core, m) {
         py::arg("coder") = "rans", py::arg("precision") = 11, py::arg("subblock_log2") = 16,
         py::arg("checksum") = true, py::arg("layout") = "none", py::arg("elements") = false,
         py::arg("threads") = 0, py::arg("zstd") = py::none(), py::arg("min_gain_permille") = 0,
-        py::arg("probe_zstd") = false, py::arg("row_length") = 0,
+        py::arg("probe_zstd") = false, py::arg("row_length") = 0, py::arg("element") = "bytes",
         "Encode planes (or elements, with the split fused in) into a frame. With probe_zstd "
         "(coder auto, no candidates): the zstd plan instead, when any chunk is worth a trial. "
         "row_length (elements with a float layout): elements per row, for the row shift of a "
-        "version 2 frame where it pays; 0 for none.");
+        "version 3 frame with a row section where it pays; 0 for none. element: the element "
+        "type the frame records (bytes: none).");
   m.def("frame_info", &frame_info, py::arg("src"), py::arg("max_decoded"),
         "Parse and check a frame's header and chunk index.");
   m.def("frame_index", &frame_index, py::arg("src"), py::arg("max_decoded"),
@@ -670,15 +699,28 @@ PYBIND11_MODULE(_core, m) {
   m.def("crc32c_join", &crc32c_join, py::arg("crcs"), py::arg("lengths"),
         "CRC32C of pieces joined in order, from their CRCs and lengths.");
   m.def("frame_summary", &frame_summary, py::arg("src"), py::arg("max_decoded"),
-        "(decoded length, planes, zstd chunks) of a checked frame.");
+        py::arg("element") = "bytes",
+        "(decoded length, planes, zstd chunks, element type) of a checked frame; "
+        "CorruptDataError when it states an element type other than `element` (bytes: any).");
   m.def("frame_decode_new", &frame_decode_new, py::arg("src"), py::arg("max_decoded"),
         py::arg("layout") = "none", py::arg("elements") = false, py::arg("threads") = 0,
+        py::arg("element") = "bytes",
         "Decode a frame into a new uint8 array; None when it has zstd chunks (decode those "
         "first, then frame_decode).");
   m.def(
       "layout_code",
       [](const std::string& name) { return static_cast<int>(parse_layout(name, "layout_code")); },
       py::arg("name"), "nnc::Layout's number for a layout name (the GPU kernels take it).");
+  m.def(
+      "element_types",
+      [] {
+        py::list out;
+        for (const nnc::ElementInfo& e : nnc::kElements)
+          out.append(py::make_tuple(e.name, e.width));
+        return out;
+      },
+      "The element types a version 3 frame records, indexed by code: (name, width in bytes; "
+      "0: any).");
   m.def("plan_chunks", &plan_chunks, py::arg("counts"), py::arg("samples"), py::arg("lengths"),
         py::arg("zstd_lens"), py::arg("coder"), py::arg("precision"), py::arg("subblock_log2"),
         py::arg("min_gain_permille"),
@@ -703,7 +745,8 @@ PYBIND11_MODULE(_core, m) {
   m.def("frame_head", &frame_head, py::arg("src_len"), py::arg("planes"), py::arg("coder"),
         py::arg("precision"), py::arg("subblock_log2"), py::arg("checksum"), py::arg("crc"),
         py::arg("row_length"), py::arg("row_offsets"), py::arg("modes"), py::arg("values"),
-        py::arg("lengths"), "A frame's header and chunk index for chunks encoded elsewhere.");
+        py::arg("lengths"), py::arg("element") = "bytes",
+        "A frame's header and chunk index for chunks encoded elsewhere.");
   m.def(
       "row_shift_field",
       [](const std::string& layout, bool elements, std::uint64_t n,

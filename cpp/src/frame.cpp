@@ -24,10 +24,12 @@ namespace {
 using detail::fail;
 
 constexpr std::uint8_t kMagic[4] = {'N', 'N', 'C', 'F'};
-// magic (4), version (1), settings (1), planes (1). The settings byte packs
-// coder (bits 0-1), checksum flag (bit 2), precision - 10 (bits 3-4) and
-// sub-block log2 - 12 (bits 5-7): small tensors pay for every header byte.
+// magic (4), version (1), settings (1), planes (1), and in version 3 the
+// element byte (1). The settings byte packs coder (bits 0-1), checksum flag
+// (bit 2), precision - 10 (bits 3-4) and sub-block log2 - 12 (bits 5-7):
+// small tensors pay for every header byte.
 constexpr std::size_t kFixedHeader = 7;
+constexpr std::size_t kFixedHeaderTyped = 8;
 constexpr std::uint8_t kFlagChecksum = 1u << 2;
 
 void put_varint(std::uint8_t*& p, std::uint64_t v) {
@@ -472,6 +474,17 @@ bool check_params(const EncodeParams& p, std::size_t src_len, Error* err) {
     return fail(err, Status::bad_argument, "%zu bytes is not %u equal planes", src_len, p.planes);
   if (p.layout != Layout::none && (!p.elements || layout_width(p.layout) != p.planes))
     return fail(err, Status::bad_argument, "a float layout needs elements of its width");
+  if (static_cast<unsigned>(p.element) >= kElementCount)
+    return fail(err, Status::bad_argument, "unknown element type %u",
+                static_cast<unsigned>(p.element));
+  const ElementInfo& e = kElements[static_cast<unsigned>(p.element)];
+  if (e.width != 0 && e.width != p.planes)
+    return fail(err, Status::bad_argument, "element type %s is %u bytes, not %u planes", e.name,
+                e.width, p.planes);
+  if (p.elements && p.layout != Layout::none && p.element != Element::bytes &&
+      e.layout != p.layout)
+    return fail(err, Status::bad_argument, "element type %s does not take this float layout",
+                e.name);
   return true;
 }
 
@@ -481,7 +494,8 @@ std::size_t frame_bound(std::size_t src_len, unsigned planes) {
   const std::size_t n = planes ? src_len / planes : 0;
   // version 2's row length and offsets: at most one a kMinRowLength symbols
   const std::size_t rows = static_cast<std::size_t>(n / kMinRowLength + 1);
-  return kFixedHeader + 10 + 4 + 10 + rows + std::size_t(planes) * chunk_count(n) * 6 + src_len;
+  return kFixedHeaderTyped + 10 + 4 + 10 + rows + std::size_t(planes) * chunk_count(n) * 6 +
+         src_len;
 }
 
 namespace {
@@ -501,7 +515,8 @@ std::size_t frame_head_size(const EncodeParams& params, std::size_t src_len,
     else if (e[i].mode != ChunkMode::raw) index_len += varint_size(e[i].length);
   }
   const std::size_t rows_len = row_length ? varint_size(row_length) + rows : 0;
-  return kFixedHeader + varint_size(src_len) + (params.checksum ? 4 : 0) + rows_len + index_len;
+  return kFixedHeaderTyped + varint_size(src_len) + (params.checksum ? 4 : 0) + rows_len +
+         index_len;
 }
 
 template <class Entry>
@@ -519,16 +534,20 @@ std::uint8_t* write_frame_head(std::uint8_t* p, const EncodeParams& params, std:
                                const std::uint8_t* offsets, std::size_t rows, const Entry* e,
                                std::size_t count) {
   std::memcpy(p, kMagic, 4);
-  p[4] = row_length ? kFrameVersionRows : kFrameVersion;
+  p[4] = kFrameVersionTyped;
   p[5] = static_cast<std::uint8_t>(static_cast<unsigned>(params.coder) |
                                    (params.checksum ? kFlagChecksum : 0u) |
                                    (params.precision - rans::kMinPrecision) << 3 |
                                    (params.subblock_log2 - rans::kMinSubblockLog2) << 5);
   p[6] = static_cast<std::uint8_t>(params.planes);
-  p += kFixedHeader;
+  p[7] = static_cast<std::uint8_t>(static_cast<unsigned>(params.element) |
+                                   (row_length ? kElementRows : 0u));
+  p += kFixedHeaderTyped;
   put_varint(p, src_len);
   if (params.checksum) {
-    detail::store_u32(p, crc);
+    // Version 3 folds the element code into the checksum, so that a changed
+    // element byte fails the check as a changed byte of data does.
+    detail::store_u32(p, crc ^ static_cast<std::uint32_t>(params.element));
     p += 4;
   }
   if (row_length) {
@@ -701,9 +720,10 @@ Status frame_info(const void* src, std::size_t src_len, std::uint64_t max_decode
                 p[2], p[3]),
            err->status;
   info->version = p[4];
-  if (info->version != kFrameVersion && info->version != kFrameVersionRows)
-    return fail(err, Status::corrupt, "frame version %u, this build reads versions %u and %u",
-                p[4], kFrameVersion, kFrameVersionRows),
+  if (info->version != kFrameVersion && info->version != kFrameVersionRows &&
+      info->version != kFrameVersionTyped)
+    return fail(err, Status::corrupt, "frame version %u, this build reads versions %u to %u",
+                p[4], kFrameVersion, kFrameVersionTyped),
            err->status;
   const unsigned settings = p[5];
   info->coder = static_cast<Coder>(settings & 3u);
@@ -718,7 +738,28 @@ Status frame_info(const void* src, std::size_t src_len, std::uint64_t max_decode
                 "planes %u",
                 settings, settings & 3u, info->precision, info->subblock_log2, info->planes),
            err->status;
+  // Version 3's element byte (src_len >= 8 here): the type, and whether
+  // the row section follows (version 2 says so by its number).
+  bool rows_follow = info->version == kFrameVersionRows;
+  info->element = Element::bytes;
   std::size_t pos = kFixedHeader;
+  if (info->version == kFrameVersionTyped) {
+    const unsigned byte = p[7], code = byte & kElementMask;
+    if (code >= kElementCount || (byte & ~(kElementMask | kElementRows)) != 0)
+      return fail(err, Status::corrupt,
+                  "bad element byte 0x%02x: element type code %u (this build knows 0..%u), "
+                  "reserved bit %u",
+                  byte, code, kElementCount - 1, (byte >> 6) & 1u),
+             err->status;
+    const ElementInfo& e = kElements[code];
+    if (e.width != 0 && e.width != info->planes)
+      return fail(err, Status::corrupt, "element type %s is %u bytes, the frame has %u planes",
+                  e.name, e.width, info->planes),
+             err->status;
+    info->element = static_cast<Element>(code);
+    rows_follow = (byte & kElementRows) != 0;
+    pos = kFixedHeaderTyped;
+  }
   if (!get_varint(p, src_len, &pos, &info->decoded_len))
     return fail(err, Status::corrupt, "truncated or overlong decoded length"), err->status;
   if (info->decoded_len > max_decoded)
@@ -732,13 +773,13 @@ Status frame_info(const void* src, std::size_t src_len, std::uint64_t max_decode
            err->status;
   if (info->has_checksum) {
     if (src_len - pos < 4) return fail(err, Status::corrupt, "truncated checksum"), err->status;
-    info->checksum = detail::load_u32(p + pos);
+    info->checksum = detail::load_u32(p + pos) ^ static_cast<std::uint32_t>(info->element);
     pos += 4;
   }
   const std::uint64_t n = info->decoded_len / info->planes;
   info->row_length = 0;
   info->row_offsets_at = 0;
-  if (info->version == kFrameVersionRows) {
+  if (rows_follow) {
     if (!get_varint(p, src_len, &pos, &info->row_length))
       return fail(err, Status::corrupt, "truncated or overlong row length"), err->status;
     if (info->row_length == 0 || n == 0)
@@ -804,6 +845,16 @@ Status frame_info(const void* src, std::size_t src_len, std::uint64_t max_decode
                 static_cast<unsigned long long>(total - offset)),
            err->status;
   return Status::ok;
+}
+
+Status check_element(const FrameInfo& info, Element expected, Error* err) {
+  if (expected == Element::bytes || info.element == Element::bytes || info.element == expected)
+    return Status::ok;
+  const unsigned want = static_cast<unsigned>(expected);
+  return fail(err, Status::corrupt, "the frame holds %s elements, expected %s",
+              kElements[static_cast<unsigned>(info.element)].name,
+              want < kElementCount ? kElements[want].name : "?"),
+         err->status;
 }
 
 namespace {

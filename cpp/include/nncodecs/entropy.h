@@ -31,6 +31,58 @@ constexpr std::size_t kChunkSymbols = std::size_t(1) << kChunkLog2;
 constexpr std::uint8_t kFrameVersion = 1;
 // Version 2: version 1 plus per-row offsets of the last plane (a row shift).
 constexpr std::uint8_t kFrameVersionRows = 2;
+// Version 3, what every encoder writes: version 1 or 2 plus the element
+// byte after the plane count (its element type, and whether the row section
+// follows). Versions 1 and 2 are read, never written.
+constexpr std::uint8_t kFrameVersionTyped = 3;
+
+// The element type a frame records (version 3): the data type of the array
+// whose planes it holds, so that a decoder needs no dtype from its caller
+// and refuses to decode as another one. `bytes`: none stated (byte coders
+// given no dtype; every version 1 and 2 frame reads as bytes). The codes are
+// format: never renumber one, only add.
+enum class Element : std::uint8_t {
+  bytes = 0,
+  boolean = 1,
+  u8 = 2,
+  i8 = 3,
+  u16 = 4,
+  i16 = 5,
+  u32 = 6,
+  i32 = 7,
+  u64 = 8,
+  i64 = 9,
+  f64 = 10,
+  f32 = 11,
+  f16 = 12,
+  bf16 = 13,
+  f8_e4m3fn = 14,
+  f8_e5m2 = 15,
+  f4_e2m1fn = 16,  // one value a byte, in the low 4 bits (ml_dtypes' layout)
+};
+struct ElementInfo {
+  const char* name;  // the dtype name nncodecs uses (nncodecs.dtypes)
+  unsigned width;    // bytes an element, the frame's plane count (0: any)
+  Layout layout;     // the bit reorder the weights codec applies
+};
+// Indexed by code: the one table of element types (Python reads it through
+// _core.element_types()).
+constexpr ElementInfo kElements[] = {
+    {"bytes", 0, Layout::none},          {"bool", 1, Layout::none},
+    {"uint8", 1, Layout::none},          {"int8", 1, Layout::none},
+    {"uint16", 2, Layout::none},         {"int16", 2, Layout::none},
+    {"uint32", 4, Layout::none},         {"int32", 4, Layout::none},
+    {"uint64", 8, Layout::none},         {"int64", 8, Layout::none},
+    {"float64", 8, Layout::f64},         {"float32", 4, Layout::f32},
+    {"float16", 2, Layout::f16},         {"bfloat16", 2, Layout::bf16},
+    {"float8_e4m3fn", 1, Layout::f8_e4m3}, {"float8_e5m2", 1, Layout::f8_e5m2},
+    {"float4_e2m1fn", 1, Layout::none},
+};
+constexpr unsigned kElementCount = sizeof(kElements) / sizeof(kElements[0]);
+// The element byte of a version 3 frame: bits 0-5 the element code, bit 6
+// reserved (0), bit 7 set when the row section follows the checksum.
+constexpr std::uint8_t kElementMask = 0x3F;
+constexpr std::uint8_t kElementRows = 0x80;
 // Rows shorter than this never get an offset byte (it would cost more than
 // 1/128 of their symbols); planes shorter than kRowShiftFrom are not tried.
 constexpr std::uint64_t kMinRowLength = 128;
@@ -55,6 +107,9 @@ struct EncodeParams {
   // subtracts a per-row offset from the last (exponent) plane where its
   // estimates say that pays, and writes a version 2 frame (docs/format.md).
   std::uint64_t row_length = 0;
+  // Recorded in the frame; its width must be `planes` (bytes: any), and with
+  // elements and a float layout its layout must be that one.
+  Element element = Element::bytes;
   int threads = 0;
 };
 
@@ -123,6 +178,7 @@ struct ChunkEntry {
   std::uint8_t value = 0;    // constant
   std::uint64_t length = 0;  // payload bytes (raw: the chunk's symbols)
 };
+// (The element type is params.element.)
 std::size_t frame_head(std::vector<std::uint8_t>* dst, const EncodeParams& params,
                        std::size_t src_len, std::uint32_t crc, std::uint64_t row_length,
                        const std::uint8_t* offsets, std::size_t rows, const ChunkEntry* entries,
@@ -144,6 +200,7 @@ struct ChunkRef {
 
 struct FrameInfo {
   std::uint8_t version = 0;
+  Element element = Element::bytes;  // version 3's element type; bytes before
   Coder coder = Coder::rans;
   unsigned planes = 0;
   unsigned precision = 0;
@@ -165,6 +222,11 @@ struct FrameInfo {
 // of total_len: its header and index must lie in them (else an error).
 Status frame_info(const void* src, std::size_t src_len, std::uint64_t max_decoded,
                   FrameInfo* info, Error* err, std::size_t total_len = 0);
+
+// A checked frame's element type against the one its caller decodes to:
+// corrupt when the frame states another (a frame stating none, `bytes`,
+// matches any).
+Status check_element(const FrameInfo& info, Element expected, Error* err);
 
 // Decode a frame into dst (dst_cap >= decoded length). With a float layout and
 // `elements`, the plane merge and inverse reorder run fused and dst receives

@@ -33,8 +33,10 @@ __all__ = [
     "NumcodecsFrameCodec",
     "check_frame_params",
     "decode_frame",
+    "element_types",
     "encode_frame",
     "frame_decoded_len",
+    "frame_element",
     "frame_info",
     "max_ratio_bound",
 ]
@@ -42,7 +44,13 @@ __all__ = [
 CHUNK_SYMBOLS = 1 << 18
 #: Magic of the second frame kind: a zstd frame of the whole input, its own
 #: magic replaced by this one (auto writes it for small inputs when smaller).
+#: Read, no longer written: WHOLE_TYPED_MAGIC says the element type too.
 WHOLE_MAGIC = b"NNCZ"
+#: The whole-input kind that records its element type: this magic, the
+#: element code (one byte, the table of ``_core.element_types()``), then the
+#: zstd frame. What auto writes now.
+WHOLE_TYPED_MAGIC = b"NNCW"
+WHOLE_MAGICS = (WHOLE_MAGIC, WHOLE_TYPED_MAGIC)
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 #: auto tries the whole-input zstd frame on inputs up to this many bytes
 #: (always up to TINY_BYTES: biases, norms; above, when zstd chunks could
@@ -59,6 +67,17 @@ _MAX_EXPANSION = CHUNK_SYMBOLS // 2
 #: FORMAT's 5% rule: a raw chunk decodes at memcpy speed, and on
 #: all-MiniLM-L6-v2 the chunks that save 0-5% are worth 0.01% of the model.
 DEFAULT_MIN_GAIN = 0.05
+
+
+#: The element types frames record, by code: (name, width in bytes; 0 any).
+#: From the C++ table (nnc::kElements): the one place the codes live.
+ELEMENT_TYPES: tuple[tuple[str, int], ...] = tuple(_core.element_types())
+_ELEMENT_CODES = {name: code for code, (name, _) in enumerate(ELEMENT_TYPES)}
+
+
+def element_types() -> tuple[str, ...]:
+    """Names of the element types a frame can record, by code ("bytes": none)."""
+    return tuple(name for name, _ in ELEMENT_TYPES)
 
 
 def max_ratio_bound(frame_len: int) -> int:
@@ -178,6 +197,7 @@ def encode_frame(
     layout: str = "none",
     threads: int | None = None,
     row_length: int = 0,
+    dtype: str = "bytes",
 ) -> bytes:
     """Encode a flat uint8 array of ``planes`` planes as a frame.
 
@@ -188,7 +208,9 @@ def encode_frame(
     stored raw unless its best coder saves at least this fraction of it.
     ``row_length`` (elements of a float layout only): elements per row; the
     encoder then shifts each row's exponents by the row's median where that
-    pays, and writes a version 2 frame (docs/format.md, "Row shift").
+    pays, and writes the row section (docs/format.md, "Row shift").
+    ``dtype`` is the element type the frame records (a name of
+    :func:`element_types`; ``"bytes"``: none), whose width must be ``planes``.
     """
     threads = threads or get_threads()
     settings = {
@@ -202,6 +224,7 @@ def encode_frame(
         "threads": threads,
         "min_gain_permille": round(min_gain * 1000),
         "row_length": row_length if elements else 0,
+        "element": dtype,
     }
     # auto probes for zstd while it encodes (tiny inputs get the whole-input
     # trial below instead: trials per chunk cost more there than they save).
@@ -230,20 +253,47 @@ def encode_frame(
             split = np.empty(data.nbytes, dtype=np.uint8)
             _core.planes_split(split, data, planes, layout, threads=threads)
             data = split
-        whole = _whole_zstd(data, level, checksum)
+        whole = _whole_zstd(data, level, checksum, dtype)
         if len(whole) < len(frame):
             return whole
     return frame
 
 
-def _whole_zstd(data: np.ndarray, level: int, checksum: bool) -> bytes:
-    return WHOLE_MAGIC + _compressor(level, data.nbytes, True, checksum).compress(data)
+def _whole_zstd(data: np.ndarray, level: int, checksum: bool, dtype: str) -> bytes:
+    head = WHOLE_TYPED_MAGIC + bytes([_ELEMENT_CODES[dtype]])
+    return head + _compressor(level, data.nbytes, True, checksum).compress(data)
+
+
+def _whole_element(src: np.ndarray) -> str:
+    """The element type a whole-input zstd frame records ("bytes" for the first kind)."""
+    if src[:4].tobytes() == WHOLE_MAGIC:
+        return "bytes"
+    if src.nbytes < 5 or src[4] >= len(ELEMENT_TYPES):
+        code = "missing" if src.nbytes < 5 else int(src[4])
+        raise CorruptDataError(
+            f"whole-input zstd frame: element type code {code}, this build knows "
+            f"0..{len(ELEMENT_TYPES) - 1}"
+        )
+    return ELEMENT_TYPES[int(src[4])][0]
+
+
+def _whole_payload(src: np.ndarray) -> np.ndarray:
+    """The zstd frame (magicless) of a whole-input frame of either kind."""
+    return src[4:] if src[:4].tobytes() == WHOLE_MAGIC else src[5:]
+
+
+def check_frame_element(found: str, expected: str) -> None:
+    """CorruptDataError when a frame states an element type other than the
+    caller's ("bytes" on either side: nothing to check), as the C++ decoder."""
+    if "bytes" not in (found, expected) and found != expected:
+        raise CorruptDataError(f"the frame holds {found} elements, expected {expected}")
 
 
 def _whole_zstd_size(src: np.ndarray, limit: int) -> int:
     """The decoded size a whole-input zstd frame declares, checked against ``limit``."""
+    _whole_element(src)  # a bad element code first: nothing else is read then
     try:
-        declared = zstandard.frame_content_size(ZSTD_MAGIC + src[4:22].tobytes())
+        declared = zstandard.frame_content_size(ZSTD_MAGIC + _whole_payload(src)[:18].tobytes())
     except zstandard.ZstdError as exc:
         raise CorruptDataError(f"whole-input zstd frame: bad zstd header ({exc})") from exc
     if declared < 0:
@@ -262,7 +312,7 @@ def _decode_whole_zstd(src: np.ndarray, limit: int) -> np.ndarray:
     # stream object also tells truncation and trailing bytes apart.
     stream = _decompressor().decompressobj()
     try:
-        raw = stream.decompress(src[4:].tobytes())
+        raw = stream.decompress(_whole_payload(src).tobytes())
     except zstandard.ZstdError as exc:
         raise CorruptDataError(f"whole-input zstd frame: corrupt zstd data ({exc})") from exc
     if not stream.eof:
@@ -284,17 +334,29 @@ def frame_info(buf: Any, max_decoded: int | None = None) -> dict[str, Any]:
     """
     src = _source(buf)
     bound = max_ratio_bound(src.nbytes) if max_decoded is None else max_decoded
-    if src[:4].tobytes() == WHOLE_MAGIC:
-        return {"kind": "zstd", "decoded_len": _whole_zstd_size(src, bound), "chunks": []}
+    if src[:4].tobytes() in WHOLE_MAGICS:
+        size = _whole_zstd_size(src, bound)
+        return {"kind": "zstd", "decoded_len": size, "element": _whole_element(src), "chunks": []}
     return {"kind": "chunked", **_core.frame_info(src, bound)}
 
 
 def frame_decoded_len(buf: Any) -> int:
     """The decoded length a (checked) frame declares."""
     src = _source(buf)
-    if src[:4].tobytes() == WHOLE_MAGIC:
+    if src[:4].tobytes() in WHOLE_MAGICS:
         return _whole_zstd_size(src, max_ratio_bound(src.nbytes))
     return int(_core.frame_summary(src, max_ratio_bound(src.nbytes))[0])
+
+
+def frame_element(buf: Any) -> str:
+    """The element type a (checked) frame records: a name of :func:`element_types`;
+    ``"bytes"`` when it states none (byte coders given no dtype, and every
+    frame of the versions before it, 1 and 2, and of the first zstd kind)."""
+    src = _source(buf)
+    if src[:4].tobytes() in WHOLE_MAGICS:
+        _whole_zstd_size(src, max_ratio_bound(src.nbytes))
+        return _whole_element(src)
+    return str(_core.frame_summary(src, max_ratio_bound(src.nbytes))[3])
 
 
 def _source(buf: Any) -> np.ndarray:
@@ -313,6 +375,7 @@ def decode_frame(
     layout: str = "none",
     planes: int | None = None,
     threads: int | None = None,
+    dtype: str = "bytes",
 ) -> np.ndarray:
     """Decode a frame into a new uint8 array, or into ``out`` (without a copy when contiguous).
 
@@ -320,6 +383,8 @@ def decode_frame(
     of ``out``, or the most its length can honestly stand for). With
     ``elements=True`` the output holds elements of ``planes`` bytes: the
     merge (and the inverse reorder of a float ``layout``) runs fused.
+    ``dtype``: the element type the caller decodes to; a frame that records
+    another raises :class:`nncodecs.CorruptDataError` (``"bytes"``: any).
     """
     src = _source(buf)
     target = None
@@ -329,15 +394,16 @@ def decode_frame(
         if arr.flags.c_contiguous and arr.flags.writeable:
             target = arr.reshape(-1).view(np.uint8)
         limit = min(limit, arr.nbytes)
-    if src[:4].tobytes() == WHOLE_MAGIC:
+    if src[:4].tobytes() in WHOLE_MAGICS:
+        check_frame_element(_whole_element(src), dtype)
         return _decode_whole(src, limit, target, out, elements, layout, planes)
     threads = threads or get_threads()
     if out is None:
         # One call sizes, allocates and decodes (None: zstd chunks to decode first).
-        new = _core.frame_decode_new(src, limit, layout, elements, threads)
+        new = _core.frame_decode_new(src, limit, layout, elements, threads, dtype)
         if new is not None:
             return new
-    decoded_len, _, zstd_chunks = _core.frame_summary(src, limit)
+    decoded_len, _, zstd_chunks, _ = _core.frame_summary(src, limit, dtype)
     zstd_decoded = _decode_zstd_chunks(src, _core.frame_info(src, limit)) if zstd_chunks else None
     direct = target is not None
     if target is None:
@@ -424,10 +490,29 @@ def _decode_zstd_chunks(src: np.ndarray, info: dict[str, Any]) -> np.ndarray | N
 # -- the shells every frame codec shares -------------------------------------------------
 
 
+def check_element_dtype(dtype: Any, planes: int | None) -> str | None:
+    """A coder's ``dtype`` setting: the canonical name (``None`` stays), whose
+    width must equal ``planes`` where that is known (``ValueError`` otherwise)."""
+    if dtype is None:
+        return None
+    from nncodecs.dtypes import dtype_name, normalize_dtype
+
+    name = dtype_name(dtype)
+    width = normalize_dtype(name).itemsize
+    if planes is not None and width != planes:
+        raise ValueError(f"dtype {name} has {width}-byte elements, planes is {planes}")
+    return name
+
+
 class NumcodecsFrameCodec(NumcodecsParams, Codec):
     """numcodecs shell of a frame coder; a subclass sets ``codec_id``, ``coder``, ``_params``.
 
     Bytes in (any buffer; its bytes are ``planes`` equal planes), a frame out.
+    ``dtype`` (optional): the element type of the array whose planes these
+    are, recorded in the frame (the chain ``bitreorder -> planes -> coder``
+    then writes the bytes of the fused ``weights`` codec); ``planes``
+    defaults to its width, else 1. Decoding returns the planes (uint8) and
+    refuses a frame that records another element type.
     ``threads`` is a run-time setting, not part of the configuration.
     """
 
@@ -436,15 +521,19 @@ class NumcodecsFrameCodec(NumcodecsParams, Codec):
 
     def __init__(
         self,
-        planes: int = 1,
+        planes: int | None = None,
         precision: int = 11,
         subblock_log2: int = 16,
         checksum: bool = True,
         zstd_level: int = 3,
         min_gain: float = DEFAULT_MIN_GAIN,
         *,
+        dtype: Any = None,
         threads: int | None = None,
     ) -> None:
+        if planes is None:
+            named = check_element_dtype(dtype, None)
+            planes = 1 if named is None else _element_width(named)
         planes_, self.precision, self.subblock_log2, self.zstd_level = check_frame_params(
             planes, precision, subblock_log2, zstd_level
         )
@@ -453,6 +542,7 @@ class NumcodecsFrameCodec(NumcodecsParams, Codec):
             raise TypeError("planes must be an int")
         self.planes = planes_
         self.checksum = _check_bool("checksum", checksum)
+        self.dtype = check_element_dtype(dtype, self.planes)
         self.threads = threads
 
     def encode(self, buf: Any) -> bytes:
@@ -471,11 +561,16 @@ class NumcodecsFrameCodec(NumcodecsParams, Codec):
             zstd_level=self.zstd_level,
             min_gain=self.min_gain,
             threads=self.threads,
+            dtype=self.dtype or "bytes",
         )
 
     def decode(self, buf: Any, out: Any = None) -> Any:
-        dec = decode_frame(buf, out=out, threads=self.threads)
+        dec = decode_frame(buf, out=out, threads=self.threads, dtype=self.dtype or "bytes")
         return dec if out is None else out
+
+
+def _element_width(name: str) -> int:
+    return ELEMENT_TYPES[_ELEMENT_CODES[name]][1]
 
 
 def _check_bool(name: str, value: Any) -> bool:
@@ -486,7 +581,13 @@ def _check_bool(name: str, value: Any) -> bool:
 
 class FrameBytesCodec(ZarrShell, BytesBytesCodec):  # type: ignore[misc]
     """Zarr v3 shell of a frame coder (bytes -> bytes); subclasses are frozen dataclasses
-    with fields ``planes``, ``precision``, ``subblock_log2``, ``checksum`` (and ``zstd_level``).
+    with fields ``planes``, ``precision``, ``subblock_log2``, ``checksum``, ``dtype``
+    (and ``zstd_level``).
+
+    ``planes`` and ``dtype`` default to the array's: Zarr evolves every codec
+    from the array's own data type, before any filter (so after a bit
+    reorder that made floats unsigned, the frame still records the float
+    type, as the fused ``weights`` codec's frame does).
     """
 
     coder: ClassVar[str]
@@ -501,6 +602,7 @@ class FrameBytesCodec(ZarrShell, BytesBytesCodec):  # type: ignore[misc]
             config.get("zstd_level", 3),
         )
         values = {
+            "dtype": check_element_dtype(config.get("dtype"), planes),
             "planes": planes,
             "precision": precision,
             "subblock_log2": subblock,
@@ -512,15 +614,33 @@ class FrameBytesCodec(ZarrShell, BytesBytesCodec):  # type: ignore[misc]
             object.__setattr__(self, name, values[name])
 
     def evolve_from_array_spec(self, array_spec: ArraySpec) -> Self:
-        if self.planes is not None:  # type: ignore[attr-defined]
+        from nncodecs.dtypes import dtype_name
+
+        native = array_spec.dtype.to_native_dtype()
+        planes = self.planes if self.planes is not None else native.itemsize  # type: ignore[attr-defined]
+        # After a bit reorder (zarr >= 3.2 evolves codecs from the spec the
+        # filters resolve): the array's own dtype, which the spec remembers.
+        name: str | None = getattr(array_spec, "reordered_from", None)
+        try:
+            name = name or dtype_name(native)
+        except TypeError:  # a type no frame records (complex, strings): bytes
+            name = None
+        dtype = self.dtype  # type: ignore[attr-defined]
+        if dtype is not None and dtype != name:
+            raise ValueError(f"{self.codec_id}: configured for {dtype}, the array holds {name}")
+        if dtype is None and name is not None and _element_width(name) == planes:
+            dtype = name
+        if (planes, dtype) == (self.planes, self.dtype):  # type: ignore[attr-defined]
             return self
-        return replace(self, planes=array_spec.dtype.to_native_dtype().itemsize)  # type: ignore[type-var]
+        return replace(self, planes=planes, dtype=dtype)  # type: ignore[type-var]
 
     def _encode_sync(self, chunk_bytes: Any, chunk_spec: ArraySpec) -> Any:
         data = chunk_bytes.as_numpy_array()
         planes = self.planes or 1  # type: ignore[attr-defined]
+        dtype = self.dtype or "bytes"  # type: ignore[attr-defined]
         if data.nbytes % planes:
-            planes = 1  # bytes that another codec reshaped: one plane, still correct
+            # bytes that another codec reshaped: one plane, still correct, of no element type
+            planes, dtype = 1, "bytes"
         frame = encode_frame(
             data,
             planes=planes,
@@ -530,6 +650,7 @@ class FrameBytesCodec(ZarrShell, BytesBytesCodec):  # type: ignore[misc]
             checksum=self.checksum,  # type: ignore[attr-defined]
             zstd_level=getattr(self, "zstd_level", 3),
             min_gain=getattr(self, "min_gain", DEFAULT_MIN_GAIN),
+            dtype=dtype,
         )
         return chunk_spec.prototype.buffer.from_bytes(frame)
 
@@ -537,7 +658,8 @@ class FrameBytesCodec(ZarrShell, BytesBytesCodec):  # type: ignore[misc]
         native = chunk_spec.dtype.to_native_dtype()
         # The chunk's own bytes plus room for a small header of an inner codec.
         expected = math.prod(chunk_spec.shape) * native.itemsize + 4096
-        out = decode_frame(chunk_bytes.as_numpy_array(), max_decoded=expected)
+        dtype = self.dtype or "bytes"  # type: ignore[attr-defined]
+        out = decode_frame(chunk_bytes.as_numpy_array(), max_decoded=expected, dtype=dtype)
         return chunk_spec.prototype.buffer.from_array_like(out)
 
     def compute_encoded_size(self, input_byte_length: int, _chunk_spec: ArraySpec) -> int:

@@ -21,6 +21,7 @@ True
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from nncodecs.codecs._frame import DEFAULT_MIN_GAIN, FrameBytesCodec, NumcodecsFrameCodec
 
@@ -34,8 +35,9 @@ class NumcodecsAuto(NumcodecsFrameCodec):
 
     Parameters
     ----------
-    planes : int
-        The input is this many equal planes, each chosen for separately.
+    planes : int, optional
+        The input is this many equal planes, each chosen for separately
+        (default: the width of ``dtype``, else 1).
     precision : int
         rANS probability bits, 10 to 12.
     subblock_log2 : int
@@ -46,14 +48,25 @@ class NumcodecsAuto(NumcodecsFrameCodec):
         Level of the zstd candidate.
     min_gain : float
         A chunk is stored raw unless its best coder saves at least this
-        fraction of it (raw chunks decode at memcpy speed). Default 0.01.
+        fraction of it (raw chunks decode at memcpy speed). Default 0.05.
+    dtype : str or dtype, optional
+        Element type recorded in the frame, as for
+        :class:`nncodecs.codecs.rans.NumcodecsRans`.
     threads : int, optional
         Threads for chunks (default: every core). Not part of the configuration.
     """
 
     codec_id = CODEC_ID
     coder = "auto"
-    _params = ("planes", "precision", "subblock_log2", "checksum", "zstd_level", "min_gain")
+    _params = (
+        "planes",
+        "precision",
+        "subblock_log2",
+        "checksum",
+        "zstd_level",
+        "min_gain",
+        "dtype",
+    )
 
 
 @dataclass(frozen=True)
@@ -68,6 +81,7 @@ class Auto(FrameBytesCodec):
     checksum: bool
     zstd_level: int
     min_gain: float
+    dtype: str | None
 
     def __init__(
         self,
@@ -78,6 +92,7 @@ class Auto(FrameBytesCodec):
         checksum: bool = True,
         zstd_level: int = 3,
         min_gain: float = DEFAULT_MIN_GAIN,
+        dtype: Any = None,
     ) -> None:
         self._init(
             planes=planes,
@@ -86,4 +101,5 @@ class Auto(FrameBytesCodec):
             checksum=checksum,
             zstd_level=zstd_level,
             min_gain=min_gain,
+            dtype=dtype,
         )

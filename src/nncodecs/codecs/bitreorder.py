@@ -166,6 +166,19 @@ class NumcodecsBitReorder(Codec):
         return f"{type(self).__name__}(dtype={self.dtype!r})"
 
 
+class ReorderedSpec(ArraySpec):
+    """The chunk spec after the reorder (unsigned integers), remembering the
+    array's own dtype: zarr >= 3.2 evolves the codecs after a filter from the
+    spec it resolves, and the coders of the chain record the array's dtype in
+    their frames (docs/format.md, "Element types"), as the fused codec does."""
+
+    reordered_from: str
+
+    def __init__(self, *, reordered_from: str, **spec: Any) -> None:
+        super().__init__(**spec)
+        object.__setattr__(self, "reordered_from", reordered_from)
+
+
 @dataclass(frozen=True)
 class BitReorder(ZarrShell, DtypeFromArray, ArrayArrayCodec):  # type: ignore[misc]
     """Zarr v3 codec ``nncodecs.bitreorder`` (array -> array).
@@ -196,12 +209,13 @@ class BitReorder(ZarrShell, DtypeFromArray, ArrayArrayCodec):  # type: ignore[mi
     def resolve_metadata(self, chunk_spec: ArraySpec) -> ArraySpec:
         native = chunk_spec.dtype.to_native_dtype()
         fill = encode_array(np.asarray(chunk_spec.fill_value, dtype=native))
-        return ArraySpec(
+        return ReorderedSpec(
             shape=chunk_spec.shape,
             dtype=parse_data_type(reordered_dtype(native).newbyteorder("<"), zarr_format=3),
             fill_value=fill[()],
             config=chunk_spec.config,
             prototype=chunk_spec.prototype,
+            reordered_from=dtype_name(native),
         )
 
     def _encode_sync(self, chunk_array: Any, chunk_spec: ArraySpec) -> Any:

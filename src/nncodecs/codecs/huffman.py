@@ -22,6 +22,7 @@ Examples
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from nncodecs.codecs._frame import FrameBytesCodec, NumcodecsFrameCodec
 
@@ -35,29 +36,33 @@ class NumcodecsHuffman(NumcodecsFrameCodec):
 
     Parameters
     ----------
-    planes : int
-        The input is this many equal planes, each coded with its own tables.
+    planes : int, optional
+        The input is this many equal planes, each coded with its own tables
+        (default: the width of ``dtype``, else 1).
     subblock_log2 : int
         Symbols per sub-block (its own four streams), 2^12 to 2^16.
     checksum : bool
         Store a CRC32C of the input and check it on decode.
+    dtype : str or dtype, optional
+        Element type recorded in the frame, as for :class:`NumcodecsRans`.
     threads : int, optional
         Threads for chunks (default: every core). Not part of the configuration.
     """
 
     codec_id = CODEC_ID
     coder = "huffman"
-    _params = ("planes", "subblock_log2", "checksum")
+    _params = ("planes", "subblock_log2", "checksum", "dtype")
 
     def __init__(
         self,
-        planes: int = 1,
+        planes: int | None = None,
         subblock_log2: int = 16,
         checksum: bool = True,
+        dtype: Any = None,
         *,
         threads: int | None = None,
     ) -> None:
-        super().__init__(planes, 11, subblock_log2, checksum, threads=threads)
+        super().__init__(planes, 11, subblock_log2, checksum, dtype=dtype, threads=threads)
 
 
 @dataclass(frozen=True)
@@ -69,8 +74,14 @@ class Huffman(FrameBytesCodec):
     planes: int | None
     subblock_log2: int
     checksum: bool
+    dtype: str | None
 
     def __init__(
-        self, *, planes: int | None = None, subblock_log2: int = 16, checksum: bool = True
+        self,
+        *,
+        planes: int | None = None,
+        subblock_log2: int = 16,
+        checksum: bool = True,
+        dtype: Any = None,
     ) -> None:
-        self._init(planes=planes, subblock_log2=subblock_log2, checksum=checksum)
+        self._init(planes=planes, subblock_log2=subblock_log2, checksum=checksum, dtype=dtype)

@@ -21,6 +21,7 @@ Examples
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from nncodecs.codecs._frame import FrameBytesCodec, NumcodecsFrameCodec
 
@@ -34,32 +35,38 @@ class NumcodecsRans(NumcodecsFrameCodec):
 
     Parameters
     ----------
-    planes : int
-        The input is this many equal planes, each coded with its own tables.
+    planes : int, optional
+        The input is this many equal planes, each coded with its own tables
+        (default: the width of ``dtype``, else 1).
     precision : int
         Probability bits, 10 to 12.
     subblock_log2 : int
         Symbols per sub-block (its own 32 lane states), 2^12 to 2^16.
     checksum : bool
         Store a CRC32C of the input and check it on decode.
+    dtype : str or dtype, optional
+        Element type of the array whose planes these are, recorded in the
+        frame (as the fused ``weights`` codec records it); decoding refuses a
+        frame of another. ``None``: the frame records ``bytes``.
     threads : int, optional
         Threads for chunks (default: every core). Not part of the configuration.
     """
 
     codec_id = CODEC_ID
     coder = "rans"
-    _params = ("planes", "precision", "subblock_log2", "checksum")
+    _params = ("planes", "precision", "subblock_log2", "checksum", "dtype")
 
     def __init__(
         self,
-        planes: int = 1,
+        planes: int | None = None,
         precision: int = 11,
         subblock_log2: int = 16,
         checksum: bool = True,
+        dtype: Any = None,
         *,
         threads: int | None = None,
     ) -> None:
-        super().__init__(planes, precision, subblock_log2, checksum, threads=threads)
+        super().__init__(planes, precision, subblock_log2, checksum, dtype=dtype, threads=threads)
 
 
 @dataclass(frozen=True)
@@ -72,6 +79,7 @@ class Rans(FrameBytesCodec):
     precision: int
     subblock_log2: int
     checksum: bool
+    dtype: str | None
 
     def __init__(
         self,
@@ -80,7 +88,12 @@ class Rans(FrameBytesCodec):
         precision: int = 11,
         subblock_log2: int = 16,
         checksum: bool = True,
+        dtype: Any = None,
     ) -> None:
         self._init(
-            planes=planes, precision=precision, subblock_log2=subblock_log2, checksum=checksum
+            planes=planes,
+            precision=precision,
+            subblock_log2=subblock_log2,
+            checksum=checksum,
+            dtype=dtype,
         )

@@ -50,6 +50,7 @@ from nncodecs.codecs._frame import (
     decode_frame,
     encode_frame,
     frame_decoded_len,
+    frame_element,
 )
 from nncodecs.codecs._shell import (
     DtypeFromArray,
@@ -67,11 +68,13 @@ from nncodecs.gpu.device import (
     decode_weights_on_device,
     device_dtype,
     encode_weights_on_device,
+    stated_dtype_on,
 )
 
 __all__ = ["NumcodecsWeights", "Weights", "decode_weights", "encode_weights"]
 
 CODEC_ID = "nncodecs.weights"
+_NO_DTYPE = "the frame states no element type (a version 1 or 2 frame, or a byte coder's)"
 
 
 def _check_coder(coder: Any) -> str:
@@ -93,6 +96,7 @@ def frame_settings(settings: dict[str, Any], dtype: Any) -> dict[str, Any]:
         "min_gain": settings["min_gain"],
         "elements": True,
         "layout": float_layout(dtype),
+        "dtype": dtype_name(dtype),
     }
 
 
@@ -114,32 +118,46 @@ def row_length(shape: tuple[int, ...]) -> int:
     return math.prod(shape[1:]) if len(shape) >= 2 else 0
 
 
-def _element_types(dtype: Any) -> tuple[np.dtype, np.dtype, str]:
-    """(dtype, its native-order twin, kernel layout): looked up once per dtype."""
+def _element_types(dtype: Any) -> tuple[np.dtype, np.dtype, str, str]:
+    """(dtype, its native-order twin, kernel layout, name): looked up once per dtype."""
     try:
         return _element_types_cached(dtype)
     except TypeError:  # unhashable, or not a dtype: the uncached call says which
         target = normalize_dtype(dtype)
-        return target, native_dtype(target), float_layout(target)
+        return target, native_dtype(target), float_layout(target), dtype_name(target)
 
 
 @functools.lru_cache(maxsize=64)
-def _element_types_cached(dtype: Any) -> tuple[np.dtype, np.dtype, str]:
+def _element_types_cached(dtype: Any) -> tuple[np.dtype, np.dtype, str, str]:
     target = normalize_dtype(dtype)
-    return target, native_dtype(target), float_layout(target)
+    return target, native_dtype(target), float_layout(target), dtype_name(target)
+
+
+def stated_dtype(buf: Any) -> str | None:
+    """The element type a frame records, or ``None`` where it states none
+    (frames of versions 1 and 2, and of byte coders given no dtype)."""
+    name = frame_element(buf)
+    return None if name == "bytes" else name
 
 
 def decode_weights(
     buf: Any, dtype: Any, count: int | None, out: Any = None, threads: int | None = None
 ) -> Any:
     """Elements of ``dtype`` (a flat array, or ``out``) from a frame of ``count`` elements
-    (``None``: as many as the frame holds)."""
-    target, native, layout = _element_types(dtype)
+    (``None``: as many as the frame holds). A frame that records another
+    element type raises :class:`nncodecs.CorruptDataError`; ``dtype=None``
+    takes the frame's own (``ValueError`` where it states none)."""
+    if dtype is None:
+        dtype = stated_dtype(buf)
+        if dtype is None:
+            raise ValueError(f"{CODEC_ID}: {_NO_DTYPE}; decoding needs a dtype")
+    target, native, layout, name = _element_types(dtype)
     settings = {
         "elements": True,
         "layout": layout,
         "planes": target.itemsize,
         "threads": threads,
+        "dtype": name,
     }
     if count is None:
         if out is None and native == target:
@@ -169,8 +187,9 @@ class NumcodecsWeights(NumcodecsParams, Codec):
     coder : {"auto", "rans", "huffman"}
         The entropy coder of the planes.
     dtype : str or dtype, optional
-        Element type; taken from the array when encoding, needed for decoding
-        (or an ``out`` array to take it from).
+        Element type; taken from the array when encoding. Frames record it,
+        so decoding needs none; when set, decoding a frame of another raises
+        :class:`nncodecs.CorruptDataError`.
     precision, subblock_log2, checksum, zstd_level
         As for :class:`nncodecs.codecs.auto.NumcodecsAuto`.
     threads : int, optional
@@ -220,13 +239,20 @@ class NumcodecsWeights(NumcodecsParams, Codec):
         return encode_weights(arr, self._settings(), self.threads)
 
     def decode(self, buf: Any, out: Any = None) -> Any:
+        """Elements of the frame's own element type (a flat array, numcodecs'
+        way; Zarr reshapes it), or ``out`` filled with their bytes. With the
+        codec's ``dtype`` set, a frame of another raises
+        :class:`nncodecs.CorruptDataError`. Frames that state no type
+        (versions 1 and 2) take ``dtype``, else ``out``'s."""
         backend = backend_for(buf) or (backend_for(out) if out is not None else None)
         if backend is not None:
             return self._decode_on_device(backend, buf, out)
-        dtype = self.dtype
+        dtype = self.dtype or stated_dtype(buf)
         if dtype is None:
             if out is None:
-                raise ValueError(f"{CODEC_ID}: decoding needs dtype= in the codec or an out= array")
+                raise ValueError(
+                    f"{CODEC_ID}: {_NO_DTYPE}; decoding needs dtype= in the codec or an out= array"
+                )
             dtype = dtype_name(as_array(out).dtype)
         if out is not None:
             itemsize = normalize_dtype(dtype).itemsize
@@ -243,9 +269,13 @@ class NumcodecsWeights(NumcodecsParams, Codec):
         """A frame (on the device or the host) decoded on the device: into
         ``out`` (on the device) or a new array like the input (CuPy for host
         frames)."""
-        if self.dtype is None and out is None:
-            raise ValueError(f"{CODEC_ID}: decoding needs dtype= in the codec or an out= array")
-        dtype = self.dtype if self.dtype is not None else device_dtype(out, None)
+        dtype = self.dtype or stated_dtype_on(backend, buf)
+        if dtype is None:
+            if out is None:
+                raise ValueError(
+                    f"{CODEC_ID}: {_NO_DTYPE}; decoding needs dtype= in the codec or an out= array"
+                )
+            dtype = device_dtype(out, None)
         if out is None:
             return decode_weights_on_device(backend, [buf], dtype, [None], like=buf)[0]
         if not backend.owns(out):

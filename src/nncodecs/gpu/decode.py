@@ -31,7 +31,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from nncodecs import _core
-from nncodecs.codecs._frame import WHOLE_MAGIC, decode_frame
+from nncodecs.codecs._frame import WHOLE_MAGICS, check_frame_element, decode_frame, frame_element
 from nncodecs.errors import CorruptDataError
 
 __all__ = [
@@ -119,6 +119,7 @@ class DecodePlan:
     planes: int
     symbols: int  # per plane
     chunks: int  # per plane
+    element: str  # the element type the frame records ("bytes": none)
     precision: int
     subblock_log2: int
     row_length: int
@@ -175,6 +176,7 @@ def plan_decode(frame: np.ndarray, max_decoded: int, total_len: int = 0) -> Deco
     rans["symbols"] = np.minimum(np.uint64(1 << CHUNK_LOG2), np.uint64(n) - first[r])
     rans["shifted"] = (plane[r] == k - 1) & (row_length > 0)
     return DecodePlan(
+        element=str(info["element"]),
         planes=k,
         symbols=n,
         chunks=chunks,
@@ -263,6 +265,7 @@ def decode_frames(
     device_frames: list[Any] | None = None,
     planes: list[int] | None = None,
     out: Any = None,
+    dtypes: list[str] | None = None,
 ) -> list[Any]:
     """Decode many frames in one launch of each kernel: a device array each.
 
@@ -276,6 +279,8 @@ def decode_frames(
     decode on the CPU and are copied to the device; with ``elements`` they
     need ``planes`` (bytes an element, a frame). ``out``: a device buffer of
     at least the outputs' total bytes to decode into (frame after frame).
+    ``dtypes``: the element type each frame decodes to; a frame that records
+    another raises :class:`nncodecs.CorruptDataError` (``"bytes"``: any).
     """
     count = len(frames)
     layouts = layouts or ["none"] * count
@@ -291,7 +296,10 @@ def decode_frames(
         on_device = frames[i] is None
         prefix = (backend.to_host(device_frames[i][: min(int(device_frames[i].size), PREFIX_BYTES)])
                   if on_device else frames[i])  # fmt: skip
-        if prefix[:4].tobytes() == WHOLE_MAGIC:
+        if prefix[:4].tobytes() in WHOLE_MAGICS:
+            if dtypes:
+                host = frames[i] if frames[i] is not None else backend.to_host(device_frames[i])
+                check_frame_element(frame_element(host), dtypes[i])
             k = planes[i] if planes else None
             hosted[i] = _decode_whole(backend, frames[i], device_frames[i], max_decoded[i],
                                       layouts[i], elements, k)  # fmt: skip
@@ -302,6 +310,12 @@ def decode_frames(
         assert plan is not None
         plans.append(plan)
     name = (lambda i: f"frame {i}: ") if count > 1 else (lambda i: "")
+    for i, plan in enumerate(plans):
+        if plan is not None and dtypes:
+            try:
+                check_frame_element(plan.element, dtypes[i])
+            except CorruptDataError as exc:
+                raise CorruptDataError(f"{name(i)}{exc}") from None
     sizes = [hosted[i].size if p is None else p.planes * p.symbols for i, p in enumerate(plans)]
     out_at = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     if out is None:

@@ -31,6 +31,7 @@ __all__ = [
     "device_dtype",
     "encode_weights_on_device",
     "register_backend",
+    "stated_dtype_on",
     "unregister_backend",
 ]
 
@@ -98,6 +99,25 @@ def device_dtype(obj: Any, configured: str | None) -> np.dtype:
     raise ValueError(f"nncodecs.weights: configured for {configured}, got {own} data")
 
 
+def stated_dtype_on(backend: Any, frame: Any) -> str | None:
+    """The element type a frame (on the device or the host) records; ``None``
+    where it states none. A device frame's header comes to the host to be read."""
+    from nncodecs.codecs._frame import WHOLE_MAGICS, frame_element, max_ratio_bound
+    from nncodecs.gpu.decode import device_plan
+
+    if not backend.owns(frame):
+        name = frame_element(frame)
+    else:
+        dev = backend.flat_bytes(frame)
+        total = int(dev.size)
+        head = backend.to_host(dev[: min(total, 64)])
+        if head[:4].tobytes() in WHOLE_MAGICS:
+            name = frame_element(backend.to_host(dev))  # small: the whole-input kind
+        else:
+            name = device_plan(backend, dev, max_ratio_bound(total)).element
+    return None if name == "bytes" else name
+
+
 def _stream(backend: Any, obj: Any) -> Any:
     """The backend's stream context for work on ``obj`` (torch: its current stream)."""
     stream_of = getattr(backend, "stream_of", None)
@@ -142,10 +162,12 @@ def decode_weights_on_device(
     ``like`` is (a torch tensor, or ``"torch"``: torch; else the backend's)."""
     from nncodecs.codecs._frame import max_ratio_bound
     from nncodecs.codecs._shell import as_array
+    from nncodecs.dtypes import dtype_name
     from nncodecs.errors import CorruptDataError
     from nncodecs.gpu.decode import decode_frames
 
     target = normalize_dtype(dtype)
+    name = dtype_name(target)
     hosts, devices, limits = [], [], []
     for frame, shape in zip(frames, shapes, strict=True):
         if backend.owns(frame):
@@ -167,6 +189,7 @@ def decode_weights_on_device(
         flats = decode_frames(
         backend, hosts, max_decoded=limits, layouts=[float_layout(target)] * len(frames),
         elements=True, device_frames=devices, planes=[target.itemsize] * len(frames),
+        dtypes=[name] * len(frames),
     )  # fmt: skip
     out = []
     for flat, shape in zip(flats, shapes, strict=True):

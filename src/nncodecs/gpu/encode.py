@@ -116,9 +116,10 @@ def encode_on(backend: Backend, data: Any, *, planes: int, coder: str, **setting
     writes for the same bytes and settings. See :func:`encode_frames`."""
     layout = settings.pop("layout", "none")
     row_length = settings.pop("row_length", 0)
+    dtype = settings.pop("dtype", "bytes")
     return encode_frames(
         backend, [data], planes=[planes], layouts=[layout], row_lengths=[row_length],
-        coder=coder, **settings,
+        dtypes=[dtype], coder=coder, **settings,
     )[0]  # fmt: skip
 
 
@@ -130,6 +131,7 @@ def encode_frames(
     coder: str,
     layouts: list[str] | None = None,
     row_lengths: list[int] | None = None,
+    dtypes: list[str] | None = None,
     precision: int = 11,
     subblock_log2: int = 16,
     checksum: bool = True,
@@ -142,7 +144,8 @@ def encode_frames(
     """Encode flat uint8 device arrays (tensors) into frames on the device,
     many through one launch of each kernel: a frame each, byte for byte what
     :func:`nncodecs.codecs._frame.encode_frame` writes for the same bytes and
-    settings. ``planes``, ``layouts`` and ``row_lengths`` are per tensor. The
+    settings. ``planes``, ``layouts``, ``row_lengths`` and ``dtypes`` (the
+    element type each frame records; default ``"bytes"``) are per tensor. The
     tensors are copied into one buffer first when there are several (small
     ones: a copy costs less than launches); frames are slices of one buffer.
     """
@@ -151,8 +154,9 @@ def encode_frames(
     count = len(datas)
     layouts = layouts or ["none"] * count
     row_lengths = row_lengths or [0] * count
-    if not (len(planes) == len(layouts) == len(row_lengths) == count):
-        raise ValueError("encode_frames: one planes, layout and row length a tensor")
+    dtypes = dtypes or ["bytes"] * count
+    if not (len(planes) == len(layouts) == len(row_lengths) == len(dtypes) == count):
+        raise ValueError("encode_frames: one planes, layout, row length and dtype a tensor")
     check_frame_params(1, precision, subblock_log2, zstd_level)
     permille = round(check_min_gain(min_gain) * 1000)
     threads = threads or get_threads()
@@ -164,7 +168,8 @@ def encode_frames(
         if sizes[i] % planes[i]:
             raise ValueError(f"{sizes[i]} bytes is not {planes[i]} equal planes")
         # The CPU encoder checks the settings it shares (layout against planes).
-        _core.frame_encode(np.zeros(0, np.uint8), planes=planes[i], layout=layouts[i], **common)
+        _core.frame_encode(np.zeros(0, np.uint8), planes=planes[i], layout=layouts[i],
+                           element=dtypes[i], **common)  # fmt: skip
     limit = max(host_below, WHOLE_ZSTD_LIMIT if coder == "auto" else 0)
     frames: list[Any] = [None] * count
     for i in range(count):
@@ -172,14 +177,15 @@ def encode_frames(
             frame = encode_frame(
                 backend.to_host(datas[i]), planes=planes[i], layout=layouts[i],
                 zstd_level=zstd_level, min_gain=min_gain, threads=threads,
-                row_length=row_lengths[i] if elements else 0, **common,
+                row_length=row_lengths[i] if elements else 0, dtype=dtypes[i], **common,
             )  # fmt: skip
             frames[i] = backend.to_device(np.frombuffer(frame, np.uint8))
     live = [i for i in range(count) if frames[i] is None]
     if live:
         batch = _Batch(backend, [datas[i] for i in live], [planes[i] for i in live],
                        [layouts[i] for i in live],
-                       [row_lengths[i] if elements else 0 for i in live], elements)  # fmt: skip
+                       [row_lengths[i] if elements else 0 for i in live], elements,
+                       [dtypes[i] for i in live])  # fmt: skip
         made = batch.encode(coder, precision, subblock_log2, checksum, zstd_level, permille,
                             threads)  # fmt: skip
         for i, frame in zip(live, made, strict=True):
@@ -194,9 +200,10 @@ class _Batch:
 
     def __init__(
         self, backend: Backend, datas: list[Any], planes: list[int], layouts: list[str],
-        row_lengths: list[int], elements: bool,
+        row_lengths: list[int], elements: bool, dtypes: list[str],
     ) -> None:  # fmt: skip
         self.backend = backend
+        self.dtypes = dtypes
         self.count = len(datas)
         self.k = planes
         self.layouts = layouts
@@ -301,7 +308,7 @@ class _Batch:
             heads.append(_core.frame_head(
                 int(self.at[t + 1] - self.at[t]), self.k[t], coder, precision, subblock_log2,
                 checksum, crc, int(kept[t]), offsets[t], modes[span].tobytes(),
-                values[span.start : span.stop], sizes[span].tolist(),
+                values[span.start : span.stop], sizes[span].tolist(), self.dtypes[t],
             ))  # fmt: skip
         return _assemble(backend, heads, self.base, modes, sizes, self.offset, host_parts,
                          on_device, rans, planes_dev, subblock_log2)  # fmt: skip
