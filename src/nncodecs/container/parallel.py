@@ -33,11 +33,19 @@ from typing import Any
 import numpy as np
 import zarr
 
+from nncodecs import _core
 from nncodecs.container import layout
 from nncodecs.container._store import open_store
 from nncodecs.container.names import escape
 from nncodecs.dtypes import as_numpy, dtype_name
-from nncodecs.outputs import check_output, is_url, publish, remove_stale, temp_path
+from nncodecs.outputs import (
+    OutputLock,
+    check_output,
+    is_url,
+    publish,
+    remove_stale,
+    temp_path,
+)
 
 __all__ = ["ArchiveResult", "archive"]
 
@@ -181,9 +189,13 @@ def _store(target: str, options: str) -> Any:
     return open_store(target, "a" if "://" in target else "w", json.loads(options) or None)[0]
 
 
-def _write_slab(target: str, options: str, node: str, start: int, stop: int, rows: Any) -> int:
+def _write_slab(
+    target: str, options: str, node: str, start: int, stop: int, rows: Any
+) -> tuple[str, int, int, int]:
     """Read a source's rows, encode and write them (whole shards or chunks).
-    ``rows``: a loader, or the whole array (scattered to a cluster once)."""
+    ``rows``: a loader, or the whole array (scattered to a cluster once).
+    Returns (node, start, CRC32C of the rows' bytes, their length): a tensor
+    stored raw or with zstd records the CRC of its slabs joined in order."""
     z = zarr.open_array(_store(target, options), path=node, mode="r+")
     z = z.with_config(layout.ARRAY_CONFIG)  # every chunk stored: the "chunks" record
     if isinstance(rows, np.ndarray):
@@ -194,13 +206,31 @@ def _write_slab(target: str, options: str, node: str, start: int, stop: int, row
         z[start:stop] = data
     else:
         z[...] = data
-    return int(data.nbytes)
+    raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+    return node, start, int(_core.crc32c(raw)), int(data.nbytes)  # (CRC32C: ~10 GB/s)
 
 
-def _write_slabs(target: str, options: str, items: list[tuple[Any, ...]]) -> int:
+def _write_slabs(
+    target: str, options: str, items: list[tuple[Any, ...]]
+) -> list[tuple[str, int, int, int]]:
     """One task: its slabs, one after another (a slab of a large tensor, or
     several small tensors whole)."""
-    return sum(_write_slab(target, options, *item) for item in items)
+    return [_write_slab(target, options, *item) for item in items]
+
+
+def _joined_crcs(written: list[list[tuple[str, int, int, int]]]) -> dict[str, int]:
+    """Per array, the CRC32C of its bytes from its slabs' (joined in row order)."""
+    slabs: dict[str, list[tuple[int, int, int]]] = {}
+    for task in written:
+        for node, start, crc, length in task:
+            slabs.setdefault(node, []).append((start, crc, length))
+    out = {}
+    for node, parts in slabs.items():
+        crc = 0
+        for _, part, length in sorted(parts):
+            crc = _core.crc32c_combine(crc, part, length)
+        out[node] = int(crc)
+    return out
 
 
 async def _create(models: list[_Model], options: dict | None, codec: str,
@@ -237,15 +267,21 @@ async def _create(models: list[_Model], options: dict | None, codec: str,
     return list(await asyncio.gather(*(one(m) for m in models)))
 
 
-async def _finish(models: list[_Model], made: list[tuple[Any, Any, list[Any]]]) -> None:
-    """Mark every tensor complete, then each container's order and metadata
-    (every container at once, each in that order)."""
+async def _finish(
+    models: list[_Model], made: list[tuple[Any, Any, list[Any]]], crcs: dict[str, int]
+) -> None:
+    """Mark every tensor complete (with its CRC32C where its codec has no checksum), then
+    each container's order and metadata (every container at once, each in that order)."""
+
+    def records(t: _Tensor, z: Any) -> dict[str, Any]:
+        out = {"name": t.name, "layout": "dense", "complete": True, "chunks": layout.CHUNKS_ALL}
+        if crcs:
+            out["crc32c"] = crcs.get(z.path, 0)  # (an empty tensor has no slab: CRC 0)
+        return out
 
     async def one(m: _Model, store: Any, group: Any, arrays: list[Any]) -> None:
         await asyncio.gather(*(
-            z.update_attributes({layout.ATTRS_KEY: {"name": t.name, "layout": "dense",
-                                                    "complete": True,
-                                                    "chunks": layout.CHUNKS_ALL}})
+            z.update_attributes({layout.ATTRS_KEY: records(t, z)})
             for t, z in zip(m.tensors, arrays, strict=True)
         ))  # fmt: skip
         await group.update_attributes({layout.ATTRS_KEY: {
@@ -301,15 +337,16 @@ def archive(
     layout.codec_settings(codec)  # validates the name
     models = _plan(sources, target)
     finals: list[tuple[Path, Path]] = []  # (temporary, named) of local containers
-    for m in models:
-        if not is_url(m.target):
-            named = Path(m.target.removeprefix("file://"))
-            check_output(named, overwrite)
-            named.parent.mkdir(parents=True, exist_ok=True)
-            remove_stale(named)
-            finals.append((temp_path(named), named))
-            m.target = str(finals[-1][0])
+    locks: list[OutputLock] = []  # one writer per local container, as for Writer
     try:
+        for m in models:
+            if not is_url(m.target):
+                named = Path(m.target.removeprefix("file://"))
+                check_output(named, overwrite)
+                locks.append(OutputLock(named).acquire())
+                remove_stale(named)
+                finals.append((temp_path(named), named))
+                m.target = str(finals[-1][0])
         result = _archive(models, storage_options, codec, chunk_bytes, scheduler, progress)
         for temp, named in finals:
             publish(temp, named, overwrite)
@@ -317,6 +354,9 @@ def archive(
         for temp, _ in finals:
             shutil.rmtree(temp, ignore_errors=True)
         raise
+    finally:
+        for lock in locks:
+            lock.release()
     named_of = {str(temp): str(named) for temp, named in finals}
     targets = {name: named_of.get(t, t) for name, t in result.targets.items()}
     return ArchiveResult(targets, result.tensors, result.nbytes, result.tasks)
@@ -357,11 +397,12 @@ def _archive(models: list[_Model], storage_options: dict[str, Any] | None, codec
     finally:
         if client is not None and client is not scheduler:
             client.close()
-    sync(_finish(models, made))
+    crcs = _joined_crcs(written) if codec in layout.UNCHECKED_CODECS else {}
+    sync(_finish(models, made, crcs))
     return ArchiveResult(
         targets={m.name: m.target for m in models},
         tensors=sum(len(m.tensors) for m in models),
-        nbytes=int(sum(written)),
+        nbytes=int(sum(length for task in written for *_, length in task)),
         tasks=len(tasks),
     )
 
