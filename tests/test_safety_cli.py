@@ -381,3 +381,22 @@ def test_info_columns_stay_aligned(tmp_path: Path) -> None:
     starts = {line.index("nncodecs.") for line in lines[1:]} | {lines[0].index("codec")}
     assert len(starts) == 1, r.stdout
     assert any(float(x) >= 100 for x in lines[1].split() if x.replace(".", "").isdigit())
+
+
+def test_stale_temporaries_of_dead_writers_only_are_removed(work: Path) -> None:
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)  # a pid that no longer runs
+    dead = work / f".out.zarr.zip.nncodecs-{pid}.tmp"
+    dead.mkdir()
+    (dead / "half.bin").write_bytes(b"x")
+    alive = work / f".out.zarr.zip.nncodecs-{os.getpid()}.tmp"  # a live writer's
+    alive.write_bytes(b"y")
+    other = work / f".other.nncodecs-{pid}.tmp"  # another output's
+    other.write_bytes(b"z")
+    mine = work / ".out.zarr.zip.nncodecs-x.tmp"  # not the pattern: not nncodecs'
+    mine.write_bytes(b"w")
+    r = run("compress", "m.safetensors", "-o", "out.zarr.zip", "-q", cwd=work)
+    assert r.returncode == 0, r.stderr
+    assert not dead.exists() and alive.exists() and other.exists() and mine.exists()
