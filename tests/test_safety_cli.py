@@ -208,9 +208,57 @@ def test_torch_checkpoints_with_more_than_weights_are_refused(tmp_path: Path) ->
 def test_url_outputs_never_become_local_paths(work: Path) -> None:
     r = run("compress", "m.safetensors", "-o", "memory://bucket/x.zarr", cwd=work)
     assert r.returncode == 0, r.stderr
-    r = run("decompress", "m.safetensors.zarr.zip", "-o", "s3://b/x.safetensors", cwd=work)
-    assert r.returncode == 1
-    assert set(os.listdir(work)) == {"m.safetensors"}  # no "memory:" nor "s3:" directory
+    assert run("compress", "m.safetensors", "-o", "c.zarr.zip", "-q", cwd=work).returncode == 0
+    env = {"AWS_ENDPOINT_URL": "http://127.0.0.1:9"}  # never the network
+    for args in (
+        ("decompress", "c.zarr.zip", "-o", "s3://b/x.safetensors"),
+        ("decompress", "c.zarr.zip", "-o", "memory://x.safetensors"),
+        ("convert", "m.safetensors", "-o", "s3://b/y.npz"),
+        ("convert", "c.zarr.zip", "-o", "memory://y.npz"),
+    ):
+        one_line_error(run(*args, cwd=work, env=env), "URL")
+    assert set(os.listdir(work)) == {"m.safetensors", "c.zarr.zip"}  # no "memory:", "s3:"
+
+
+def test_a_container_never_takes_a_model_files_name(work: Path) -> None:
+    before = tree(work)
+    one_line_error(run("compress", "m.safetensors", "-o", "y.safetensors", cwd=work), "convert")
+    one_line_error(run("convert", "m.safetensors", "-o", "y.onnx", cwd=work), "y.onnx")
+    one_line_error(run("convert", "m.safetensors", "-o", "y.pt", cwd=work), "y.pt")
+    assert tree(work) == before
+
+
+def test_a_failed_run_leaves_no_directory_it_made(work: Path) -> None:
+    (work / "bad.safetensors").write_bytes(b"\x10" + b"\0" * 7 + b"{}")
+    before = tree(work)
+    one_line_error(run("compress", "bad.safetensors", "-o", "n1/n2/x.zarr.zip", cwd=work))
+    one_line_error(run("convert", "bad.safetensors", "-o", "n1/n2/x.npz", cwd=work))
+    assert tree(work) == before
+    (work / "empty").mkdir()  # a file output onto an (empty) directory
+    assert run("compress", "m.safetensors", "-o", "c.zarr.zip", "-q", cwd=work).returncode == 0
+    one_line_error(run("decompress", "c.zarr.zip", "-o", "empty", cwd=work), "a directory")
+
+
+def test_an_interrupt_is_one_line(tmp_path: Path, real_weights: dict) -> None:
+    import shutil
+    import signal
+    import time
+
+    from nncodecs.datasets import minilm_path
+
+    shutil.copy(minilm_path(), tmp_path / "model.safetensors")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nncodecs", "compress", "model.safetensors", "-o", "k.zarr"],
+        cwd=tmp_path, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    time.sleep(2.5)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    if proc.returncode == 130:
+        assert err.strip() == "nncodecs: interrupted", err
+        assert not (tmp_path / "k.zarr").exists()
+    else:  # it finished first
+        assert proc.returncode == 0, err
 
 
 def forged_container(path: Path, records: Any, **extra: str) -> None:
@@ -400,3 +448,111 @@ def test_stale_temporaries_of_dead_writers_only_are_removed(work: Path) -> None:
     r = run("compress", "m.safetensors", "-o", "out.zarr.zip", "-q", cwd=work)
     assert r.returncode == 0, r.stderr
     assert not dead.exists() and alive.exists() and other.exists() and mine.exists()
+
+
+def write_raw_safetensors(path: Path, header: dict, data: bytes, pad: int = 0) -> None:
+    raw = json.dumps(header).encode() + b" " * pad
+    path.write_bytes(len(raw).to_bytes(8, "little") + raw + data)
+
+
+@pytest.mark.parametrize("kind", ["trailing", "leading", "between", "shared"])
+def test_safetensors_layouts_that_do_not_tile_come_back_byte_identical(
+    tmp_path: Path, kind: str
+) -> None:
+    a = np.arange(8, dtype=np.float32).tobytes()
+    b = np.arange(4, dtype=np.int16).tobytes()
+    spans = {"trailing": ([0, 32], [32, 40], 12), "leading": ([16, 48], [48, 56], 0),
+             "between": ([0, 32], [40, 48], 0), "shared": ([0, 32], [0, 32], 0)}[kind]  # fmt: skip
+    (sa, sb, tail) = spans
+    header = {"a": {"dtype": "F32", "shape": [8], "data_offsets": sa}}
+    if kind == "shared":
+        header["b"] = {"dtype": "F32", "shape": [8], "data_offsets": sb}
+        data = a
+    else:
+        header["b"] = {"dtype": "I16", "shape": [4], "data_offsets": sb}
+        data = bytearray(max(sa[1], sb[1]) + tail)
+        data[sa[0] : sa[1]] = a
+        data[sb[0] : sb[1]] = b
+        for i in range(len(data)):  # the bytes outside the tensors are not zeros
+            if not (sa[0] <= i < sa[1] or sb[0] <= i < sb[1]):
+                data[i] = 0xA5
+        data = bytes(data)
+    write_raw_safetensors(tmp_path / "h.safetensors", header, data)
+    assert run("compress", "h.safetensors", "-q", cwd=tmp_path).returncode == 0
+    r = run("decompress", "h.safetensors.zarr.zip", "-o", "back.safetensors", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "back.safetensors").read_bytes() == (tmp_path / "h.safetensors").read_bytes()
+
+
+def test_a_shard_index_must_describe_every_shard(tmp_path: Path) -> None:
+    snap = tmp_path / "s"
+    snap.mkdir()
+    small_model(snap / "one.safetensors", seed=1, prefix="p.")
+    small_model(snap / "two.safetensors", seed=2, prefix="q.")
+    wm = {f"p.{n}": "one.safetensors" for n in ("a.weight", "a.bias", "b.ids")}
+    (snap / "model.safetensors.index.json").write_text(json.dumps({"weight_map": wm}))
+    before = tree(tmp_path)
+    one_line_error(run("compress", "s", "-o", "s.zarr.zip", cwd=tmp_path), "two.safetensors")
+    wm.update({f"q.{n}": "two.safetensors" for n in ("a.bias", "b.ids")})
+    wm["q.a.weight"] = "one.safetensors"  # a tensor mapped to the wrong shard
+    (snap / "model.safetensors.index.json").write_text(json.dumps({"weight_map": wm}))
+    before = tree(tmp_path)
+    one_line_error(run("compress", "s", "-o", "s.zarr.zip", cwd=tmp_path), "q.a.weight")
+    assert tree(tmp_path) == before
+    # an index that is a link to a file outside the directory
+    (tmp_path / "idx.json").write_text((snap / "model.safetensors.index.json").read_text())
+    (snap / "model.safetensors.index.json").unlink()
+    (snap / "model.safetensors.index.json").symlink_to(tmp_path / "idx.json")
+    one_line_error(run("compress", "s", "-o", "s.zarr.zip", cwd=tmp_path), "outside")
+
+
+def test_merge_of_files_sharing_a_name_restores_both(tmp_path: Path) -> None:
+    for d, seed in (("a", 1), ("b", 2)):
+        (tmp_path / d).mkdir()
+        small_model(tmp_path / d / "model.safetensors", seed=seed, prefix=f"{d}.")
+        r = run("compress", f"{d}/model.safetensors", "-o", f"{d}.zarr.zip", cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+    r = run("merge", "a.zarr.zip", "b.zarr.zip", "-o", "ab.zarr.zip", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert run("decompress", "ab.zarr.zip", "-o", "out", cwd=tmp_path).returncode == 0
+    for i, d in ((1, "a"), (2, "b")):
+        back = (tmp_path / "out" / f"{i}-model.safetensors").read_bytes()
+        assert back == (tmp_path / d / "model.safetensors").read_bytes()
+
+
+def test_onnx_subgraphs_may_reuse_names(tmp_path: Path) -> None:
+    onnx = optional_import("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    def branch(value: float) -> Any:
+        c = helper.make_node("Constant", [], ["t"], value=numpy_helper.from_array(
+            np.full(3, value, np.float32)))  # fmt: skip
+        out = helper.make_tensor_value_info("t", TensorProto.FLOAT, [3])
+        return helper.make_graph([c], f"b{value}", [], [out])
+
+    node = helper.make_node("If", ["cond"], ["y"], name="choose",
+                            then_branch=branch(1.0), else_branch=branch(2.0))  # fmt: skip
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info("cond", TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])],
+    )  # fmt: skip
+    onnx.save(helper.make_model(graph), tmp_path / "if.onnx")
+    assert run("compress", "if.onnx", "-q", cwd=tmp_path).returncode == 0
+    with Reader(tmp_path / "if.onnx.zarr.zip") as r:
+        assert sorted(r.keys()) == ["choose.else_branch/t", "choose.then_branch/t"]
+        assert r.read_tensor("choose.else_branch/t")[0] == 2.0
+
+
+def test_a_forged_npz_header_allocates_nothing(tmp_path: Path) -> None:
+    import io
+    import zipfile
+
+    head = io.BytesIO()
+    np.lib.format.write_array_header_1_0(
+        head, {"descr": "<f4", "fortran_order": False, "shape": (10**11,)}
+    )
+    with zipfile.ZipFile(tmp_path / "bomb.npz", "w") as z:
+        z.writestr("w.npy", b"\x93NUMPY\x01\x00" + head.getvalue()[8:] + b"\0" * 16)
+    before = tree(tmp_path)
+    one_line_error(run("compress", "bomb.npz", cwd=tmp_path), "bomb.npz", "declares")
+    assert tree(tmp_path) == before

@@ -114,8 +114,10 @@ def _compress_dask(args: argparse.Namespace, src: Path) -> int:
         kwargs["chunk_bytes"] = args.chunk_bytes
     scheduler = None if args.dask == "threads" else args.dask
     if "://" not in args.output:
+        from nncodecs.formats.convert import _container_name
         from nncodecs.outputs import check_output
 
+        _container_name(Path(args.output))
         check_output(Path(args.output), args.force, inputs=(src,))
     result = archive(src, args.output, scheduler=scheduler, overwrite=args.force, **kwargs)
     if not args.quiet:
@@ -128,12 +130,12 @@ def cmd_decompress(args: argparse.Namespace) -> int:
     from nncodecs.formats import decompress
 
     src = Path(args.input)
-    out = Path(args.output) if args.output else _restored_name(src)
+    out = args.output or str(_restored_name(src))  # a str: Path would turn s3:// into s3:/
     bar = ProgressBar("decompress", args.quiet)
     fmt = decompress(src, out, fmt=args.format, progress=bar, force=args.force)
     bar.finish()
     if not args.quiet:
-        print(f"{src} -> {out} ({fmt}, {human(_size(out))})")
+        print(f"{src} -> {out} ({fmt}, {human(_size(Path(out)))})")
     return 0
 
 
@@ -421,15 +423,29 @@ def main(argv: list[str] | None = None) -> int:
         return args.fn(args)
     except KeyboardInterrupt:
         print("nncodecs: interrupted", file=sys.stderr)
+        _quiet_exit()
         return 130
     except Exception as exc:  # one line for people, not a traceback
         from nncodecs.errors import CorruptDataError
 
         kind = "corrupt data" if isinstance(exc, CorruptDataError) else "error"
         text = " ".join(str(exc).split()) or type(exc).__name__
-        print(f"nncodecs: {kind}: {text}", file=sys.stderr)
+        print(f"nncodecs: {kind}: {_with_path(text, exc, args)}", file=sys.stderr)
         _quiet_exit()
         return 1
+
+
+def _with_path(text: str, exc: Exception, args: argparse.Namespace) -> str:
+    """The message names a path the user gave: an error from deep down (a full disk, a
+    tensor's dtype) gets the output's (for errors of the file system) or the input's."""
+    inputs = [getattr(args, "input", None), *(getattr(args, "inputs", None) or [])]
+    named = [str(p) for p in (*inputs, getattr(args, "output", None)) if p]
+    if any(p in text for p in named):
+        return text
+    output = getattr(args, "output", None)
+    if isinstance(exc, OSError) and output and not getattr(exc, "filename", None):
+        return f"{output}: {text}"
+    return f"{named[0]}: {text}" if named else text
 
 
 def _quiet_exit() -> None:

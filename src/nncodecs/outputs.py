@@ -255,6 +255,9 @@ def atomic_output(
     """
     target = Path(target)
     check_output(target, force, inputs)
+    if not directory and target.is_dir() and not target.is_symlink():
+        raise FileExistsError(f"{target}: exists (a directory); the output is a file")
+    made = [d for d in target.parents if not d.exists()]  # removed again if the run fails
     target.parent.mkdir(parents=True, exist_ok=True)
     remove_stale(target)
     temp = temp_path(target)
@@ -264,8 +267,13 @@ def atomic_output(
     try:
         yield temp
         publish(temp, target, force)
-    except BaseException:
+    except BaseException as exc:
         _remove(temp)
+        for d in made:  # deepest first
+            with contextlib.suppress(OSError):
+                d.rmdir()
+        if str(temp) in str(exc) and len(exc.args) == 1 and isinstance(exc.args[0], str):
+            exc.args = (exc.args[0].replace(str(temp), str(target)),)  # the user's name
         raise
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import json
+import math
 import os
 import sys
 import zipfile
@@ -22,7 +23,12 @@ import numpy as np
 from nncodecs.container import Reader, Writer
 from nncodecs.dtypes import dtype_name, normalize_dtype
 from nncodecs.errors import CorruptDataError
-from nncodecs.formats.safetensors import SafetensorsFile, safetensors_header, write_safetensors
+from nncodecs.formats.safetensors import (
+    SafetensorsFile,
+    _raw_bytes,
+    safetensors_header,
+    write_safetensors,
+)
 from nncodecs.outputs import atomic_output, check_output, is_url
 
 __all__ = [
@@ -47,6 +53,8 @@ READ_FORMATS = ("safetensors", "GGUF", "npz", "torch", "ONNX", "ztensor")
 WRITE_FORMATS = {".safetensors": "safetensors", ".npz": "npz", ".gguf": "gguf"}
 #: Formats restored byte-identical from a container made from them.
 EXACT_FORMATS = ("safetensors", "gguf")
+#: Suffixes of model files: never the name of a container nncodecs writes.
+MODEL_SUFFIXES = (*WRITE_FORMATS, ".onnx", ".pt", ".pth", ".bin", ".ckpt", ".zt")
 
 
 def detect_format(path: str | Path) -> str:
@@ -129,6 +137,8 @@ def inside(path: Path, root: Path) -> Path:
 def _safetensors_files(path: Path) -> tuple[list[Path], str | None]:
     if path.is_dir():
         index = path / INDEX
+        if index.is_symlink():
+            inside(index, path)
     elif path.name.endswith(".index.json"):
         index, path = path, path.parent
     else:
@@ -157,9 +167,7 @@ def iter_source(path: str | Path, fmt: str | None = None) -> Iterator[tuple[str,
         for file in _safetensors_files(path)[0]:
             yield from SafetensorsFile(file)
     elif fmt == "npz":
-        with np.load(path, allow_pickle=False) as npz:
-            for name in npz.files:
-                yield name, npz[name]
+        yield from _npz_arrays(path)
     elif fmt == "torch":
         yield from load_torch_weights(path).items()
     elif fmt == "gguf":
@@ -175,6 +183,38 @@ def iter_source(path: str | Path, fmt: str | None = None) -> Iterator[tuple[str,
                 yield name, r.read_tensor(name)
     else:
         raise ValueError(f"{path}: reading {fmt} is not supported yet")
+
+
+def _npz_arrays(path: Path) -> Iterator[tuple[str, np.ndarray]]:
+    """The arrays of an ``.npz``, each header checked against its zip entry's size before
+    anything is allocated (a 253-byte file may declare a 373 GiB array)."""
+    from numpy.lib import format as npy
+
+    with np.load(path, allow_pickle=False) as npz:
+        for name in npz.files:
+            info = npz.zip.getinfo(name + ".npy")
+            with npz.zip.open(info) as f:
+                try:
+                    version = npy.read_magic(f)
+                    read = npy.read_array_header_1_0 if version == (1, 0) else (
+                        npy.read_array_header_2_0)  # fmt: skip
+                    shape, _, dtype = read(f)
+                except ValueError as exc:
+                    raise CorruptDataError(f"{path}: array {name!r}: {exc}") from None
+                if dtype.hasobject:
+                    raise TypeError(f"{path}: array {name!r} holds Python objects")
+                declared = math.prod(shape) * dtype.itemsize
+                if f.tell() + declared != info.file_size:
+                    raise CorruptDataError(
+                        f"{path}: array {name!r} declares {declared} bytes, its entry holds "
+                        f"{info.file_size - f.tell()}"
+                    )
+            try:
+                arr = npz[name]
+                dtype_name(arr.dtype)
+            except (TypeError, ValueError) as exc:
+                raise type(exc)(f"{path}: array {name!r}: {exc}") from None
+            yield name, arr
 
 
 _GGUF_TYPED = {"F32": np.float32, "F16": np.float16, "F64": np.float64, "I8": np.int8,
@@ -249,26 +289,29 @@ def _onnx_tensors(path: Path) -> Iterator[tuple[str, np.ndarray]]:
             ) from None
         return arr
 
-    def walk(graph: Any) -> Iterator[tuple[str, np.ndarray]]:
+    def walk(graph: Any, scope: str) -> Iterator[tuple[str, np.ndarray]]:
+        # A subgraph's names are its own (two branches of an If may both name a "t"):
+        # its tensors are stored under "node.attribute/name", the main graph's as they are.
         for init in graph.initializer:
-            yield init.name, to_array(init.name, init)
+            yield scope + init.name, to_array(scope + init.name, init)
         for sparse in graph.sparse_initializer:
             raise TypeError(
                 f"{path}: sparse initializer {sparse.values.name!r} cannot be stored yet; "
                 "nothing was written"
             )
-        for node in graph.node:
+        for i, node in enumerate(graph.node):
             if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
-                yield from constant(node)
+                yield from constant(node, scope)
+            where = f"{scope}{node.name or f'{node.op_type}_{i}'}"
             for attr in node.attribute:
                 if attr.type == onnx.AttributeProto.GRAPH:
-                    yield from walk(attr.g)
+                    yield from walk(attr.g, f"{where}.{attr.name}/")
                 elif attr.type == onnx.AttributeProto.GRAPHS:
-                    for g in attr.graphs:
-                        yield from walk(g)
+                    for k, g in enumerate(attr.graphs):
+                        yield from walk(g, f"{where}.{attr.name}.{k}/")
 
-    def constant(node: Any) -> Iterator[tuple[str, np.ndarray]]:
-        name = node.output[0] if node.output else node.name
+    def constant(node: Any, scope: str) -> Iterator[tuple[str, np.ndarray]]:
+        name = scope + (node.output[0] if node.output else node.name)
         for attr in node.attribute:
             if attr.name == "value":
                 yield name, to_array(name, attr.t)
@@ -286,7 +329,7 @@ def _onnx_tensors(path: Path) -> Iterator[tuple[str, np.ndarray]]:
                 )
 
     seen: set[str] = set()
-    for name, arr in walk(model.graph):
+    for name, arr in walk(model.graph, ""):
         if name in seen:
             raise CorruptDataError(f"{path}: two tensors named {name!r}")
         seen.add(name)
@@ -379,24 +422,35 @@ def _sha256(path: Path) -> str:
         return hashlib.file_digest(f, "sha256").hexdigest()
 
 
+#: Bytes of a safetensors file outside its tensors (padding, trailing data) kept per file.
+MAX_GAP_BYTES = 1 << 20
+
+
 def source_metadata(path: Path, fmt: str) -> dict[str, str]:
     """What a container records of its source file, so that it comes back whole and checked:
-    the format; for safetensors each file's header, tensor order and sha256 (and the shard
-    index); for every other format the file's sha256."""
+    the format; for safetensors each file's header, tensor order and sha256, the bytes its
+    tensors do not cover (and the shard index); for every other format the file's sha256."""
     meta = {"source.format": "safetensors" if fmt.startswith("safetensors") else fmt}
     if fmt.startswith("safetensors"):
         files, index = _safetensors_files(path)
-        records, count = [], 0
+        records, count, held = [], 0, {}
         for file in files:
             st = SafetensorsFile(file)
-            records.append({
+            rec = {
                 "file": file.name,
                 "header": st.header_bytes.decode("utf-8"),
-                "exact": st.tiles_exactly(),
+                "exact": True,
                 "tensors": [e[0] for e in st.entries],
                 "sha256": _sha256(file),
-            })  # fmt: skip
+            }
+            if not st.tiles_exactly():  # padding, trailing bytes or shared offsets: kept
+                rec["size"] = st.data_size
+                rec["gaps"] = _gaps(st)
+            records.append(rec)
+            held[file.name] = set(rec["tensors"])
             count += len(st.entries)
+        if index is not None:
+            _check_index(path, index, held)
         meta["source.files"] = json.dumps(records)
         if index is not None:
             meta["source.index"] = index
@@ -407,11 +461,72 @@ def source_metadata(path: Path, fmt: str) -> dict[str, str]:
     return meta
 
 
+def _gaps(st: SafetensorsFile) -> list[list[Any]]:
+    """The data section's bytes no tensor covers, as [offset, base64] pairs in order."""
+    import base64
+
+    spans, at = [], 0
+    for _, _, _, begin, end in st.entries:
+        if begin > at:
+            spans.append((at, begin))
+        at = max(at, end)
+    if st.data_size > at:
+        spans.append((at, st.data_size))
+    if sum(b - a for a, b in spans) > MAX_GAP_BYTES:
+        raise ValueError(
+            f"{st.path}: {sum(b - a for a, b in spans)} bytes outside its tensors; nncodecs "
+            f"keeps at most {MAX_GAP_BYTES} of them, so it would not come back whole"
+        )
+    gaps = []
+    with st.path.open("rb") as f:
+        for a, b in spans:
+            f.seek(st.data_start + a)
+            gaps.append([a, base64.b64encode(f.read(b - a)).decode("ascii")])
+    return gaps
+
+
+def _check_index(path: Path, index: str, held: dict[str, set[str]]) -> None:
+    """The shard index must describe the shards: every tensor in the file it names, every
+    tensor of every shard named, no other shard in the directory (it would be dropped)."""
+    root = path if path.is_dir() else path.parent
+    weight_map = json.loads(index)["weight_map"]
+    unlisted = sorted(
+        f.name for f in root.glob("*.safetensors") if f.is_file() and f.name not in held
+    )
+    if unlisted:
+        raise ValueError(
+            f"{root}: {', '.join(unlisted[:4])} not in {INDEX}; it would be dropped "
+            "(compress the file on its own, or list it in the index)"
+        )
+    for name, file in weight_map.items():
+        if name not in held.get(file, ()):
+            raise CorruptDataError(f"{root / INDEX}: tensor {name!r} is not in {file}")
+    missing = sorted(n for names in held.values() for n in names if n not in weight_map)
+    if missing:
+        raise CorruptDataError(
+            f"{root / INDEX}: tensors {', '.join(map(repr, missing[:4]))} of the shards are "
+            "not in the index"
+        )
+
+
 def _local_output(target: Any) -> Path | None:
     """The local path of an output, ``None`` for a URL or a store object."""
     if isinstance(target, str | os.PathLike) and not is_url(str(target)):
         return Path(str(target).removeprefix("file://"))
     return None
+
+
+def _container_name(path: Path) -> None:
+    """A container is never written under a model file's name (``-o m.safetensors`` would
+    make a Zarr directory a user takes for a model file)."""
+    if path.suffix.lower() in MODEL_SUFFIXES:
+        kind = WRITE_FORMATS.get(path.suffix.lower())
+        hint = (
+            f"use `nncodecs convert` to write {kind}"
+            if kind
+            else f"nncodecs writes model files as {', '.join(WRITE_FORMATS)} only"
+        )
+        raise ValueError(f"{path}: a model file's name, not a container's ({hint})")
 
 
 def compress(
@@ -438,6 +553,7 @@ def compress(
         raise ValueError(f"{source}: already a container")
     local = _local_output(target)
     if local is not None:
+        _container_name(local)
         check_output(local, force, inputs=(source,))
     kwargs: dict[str, Any] = {"codec": codec, "threads": threads}
     if chunk_bytes:
@@ -544,8 +660,12 @@ def _file_records(r: Reader, where: str) -> list[dict[str, Any]]:
         for t in rec["tensors"]:
             if not isinstance(t, str) or t not in r:
                 raise CorruptDataError(f"{where}: file {name!r} lists {t!r}, not in the container")
-        if rec.get("exact"):
+        if rec.get("exact") and "gaps" not in rec:  # (a kept layout is checked as written)
             _check_header(r, rec, where)
+        elif "gaps" in rec and not (
+            isinstance(rec.get("size"), int) and isinstance(rec["gaps"], list)
+        ):
+            raise CorruptDataError(f"{where}: file {name!r}: the stored layout is damaged")
     if r.metadata.get("source.layout") != "directory" and len(records) != 1:
         raise CorruptDataError(f"{where}: a single-file container records several files")
     return records
@@ -632,7 +752,7 @@ def decompress(
             raise ValueError(f"cannot write {fmt!r}: choose {', '.join(WRITE_FORMATS.values())}")
         if fmt == "gguf" and (source != "gguf" or "source.gguf.ranges" not in r.metadata):
             raise ValueError("only a container made from a GGUF file can be written as GGUF")
-        own = fmt == source and fmt in EXACT_FORMATS
+        own = fmt == source and fmt in EXACT_FORMATS and "source.files" in r.metadata
         records = _file_records(r, str(container)) if own and fmt == "safetensors" else None
         directory = records is not None and r.metadata.get("source.layout") == "directory"
         local = _local_output(container)
@@ -675,9 +795,54 @@ def _write_safetensors_from(
     for rec in records:
         path = tmp / rec["file"] if directory else tmp
         header = rec["header"].encode("utf-8") if rec.get("exact") else None
-        write_safetensors(path, _stream(r, rec["tensors"], progress), header_bytes=header)
+        if "gaps" in rec:  # the file's own layout: gaps and shared offsets as they were
+            _write_layout(r, path, rec, progress)
+        else:
+            write_safetensors(path, _stream(r, rec["tensors"], progress), header_bytes=header)
         if header is not None:
             _check_sha256(path, rec.get("sha256"), rec["file"])
+
+
+def _write_layout(r: Reader, path: Path, rec: dict[str, Any], progress: Progress | None) -> None:
+    """A safetensors file whose tensors do not tile its data section: the header as it was,
+    then every byte in order, from the tensors or from the kept gaps (each checked to fill
+    exactly the span no tensor covers, so forged records cannot leave holes)."""
+    import base64
+    import struct
+
+    header_bytes = rec["header"].encode("utf-8")
+    header = json.loads(header_bytes)
+    size = rec["size"]
+    gaps = list(rec["gaps"])
+    bad = CorruptDataError(f"file {rec['file']!r}: the stored layout does not fit")
+    with path.open("wb") as f:
+        f.write(struct.pack("<Q", len(header_bytes)) + header_bytes)
+        at = 0
+
+        def gap_to(stop: int) -> None:
+            nonlocal at
+            if not gaps or gaps[0][0] != at:
+                raise bad
+            data = base64.b64decode(gaps.pop(0)[1])
+            if at + len(data) != stop:
+                raise bad
+            f.write(data)
+            at = stop
+
+        for name, arr in _stream(r, rec["tensors"], progress):
+            begin, end = header[name]["data_offsets"]
+            raw = _raw_bytes(arr)
+            if end - begin != raw.nbytes or not 0 <= begin <= end <= size:
+                raise bad
+            if begin > at:
+                gap_to(begin)
+            if end > at:  # (a tensor sharing bytes with the one before: only the rest)
+                f.write(raw[at - begin :])
+                at = end
+        if size > at:
+            gap_to(size)
+        if gaps:
+            raise bad
 
 
 def _check_sha256(path: Path, expected: Any, what: Any) -> None:
@@ -693,6 +858,8 @@ def convert_file(
 ) -> str:
     """A model file to another model file (the suffix of ``out`` picks the format, or
     ``fmt``): tensors stream through, no container. Returns the format written."""
+    if is_url(str(out)):
+        raise ValueError(f"{out}: model files are written to a local path, not a URL")
     source, out = Path(source), Path(out)
     fmt = fmt or WRITE_FORMATS.get(out.suffix)
     if fmt not in ("safetensors", "npz"):
@@ -708,8 +875,9 @@ def convert_file(
 
 def merged_metadata(metadatas: list[dict[str, str]]) -> dict[str, str]:
     """The metadata of containers merged into one: keys they agree on kept; the file records
-    of safetensors sources joined (restored as a directory of those files) when their names
-    differ; the tensor counts added; any other key that differs dropped."""
+    of safetensors sources joined (restored as a directory of those files; a name that two
+    sources share gets the source's number, ``2-model.safetensors``); the tensor counts
+    added; any other key that differs dropped."""
     if len(metadatas) == 1:
         return dict(metadatas[0])
     out = {k: v for k, v in metadatas[0].items() if all(m.get(k) == v for m in metadatas)}
@@ -717,12 +885,19 @@ def merged_metadata(metadatas: list[dict[str, str]]) -> dict[str, str]:
     if all(c is not None for c in counts):
         out["source.tensors"] = str(sum(c for c in counts if c is not None))
     if all(m.get("source.format") == "safetensors" and "source.files" in m for m in metadatas):
-        records = [rec for m in metadatas for rec in json.loads(m["source.files"])]
-        names = [rec.get("file") for rec in records]
-        if len(set(names)) == len(names):
-            out.update({"source.format": "safetensors", "source.files": json.dumps(records),
-                        "source.layout": "directory"})  # fmt: skip
-            out.pop("source.index", None)  # each index described one model's shards
+        per_source = [json.loads(m["source.files"]) for m in metadatas]
+        names = [rec.get("file") for recs in per_source for rec in recs]
+        records = []
+        for i, recs in enumerate(per_source, 1):
+            for rec in recs:  # (every model is model.safetensors: a shared name gets "N-")
+                if names.count(rec.get("file")) > 1:
+                    rec = {**rec, "file": f"{i}-{rec['file']}"}
+                records.append(rec)
+        if len({rec["file"] for rec in records}) != len(records):
+            raise ValueError("the containers' files cannot be given distinct names")
+        out.update({"source.format": "safetensors", "source.files": json.dumps(records),
+                    "source.layout": "directory"})  # fmt: skip
+        out.pop("source.index", None)  # each index described one model's shards
     return out
 
 
@@ -743,6 +918,7 @@ def merge_containers(
     local = _local_output(target)
     inputs = tuple(p for p in (_local_output(s) for s in sources) if p is not None)
     if local is not None:
+        _container_name(local)
         check_output(local, force, inputs=inputs)
     metas = []
     for source in sources:
