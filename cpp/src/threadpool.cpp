@@ -36,12 +36,17 @@ struct Job {
 
 class Pool {
  public:
-  explicit Pool(int workers) {
-    for (int i = 0; i < workers; ++i) threads_.emplace_back([this] { loop(); });
+  // Start workers until there are `workers` (it never shrinks). Callers
+  // serialise this through g_pool_mu.
+  void grow(int workers) {
+    while (static_cast<int>(threads_.size()) < workers) {
+      threads_.emplace_back([this] { loop(); });
+      workers_.store(static_cast<int>(threads_.size()), std::memory_order_release);
+    }
   }
   // Deliberately never joined: the pool lives for the whole process and is
   // abandoned (not destroyed) after fork, when its threads no longer exist.
-  int workers() const { return static_cast<int>(threads_.size()); }
+  int workers() const { return workers_.load(std::memory_order_acquire); }
 
   void run(Job& job, int helpers) {
     {
@@ -119,6 +124,7 @@ class Pool {
   }
 
   std::vector<std::thread> threads_;
+  std::atomic<int> workers_{0};  // threads_.size(), readable without g_pool_mu
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Job*> queue_;
@@ -130,13 +136,20 @@ std::mutex g_pool_mu;
 Pool* g_pool = nullptr;
 pid_t g_pool_pid = 0;
 
-Pool& pool() {
+// At most this many threads a call (the caller and kMaxThreads - 1 workers).
+constexpr int kMaxThreads = 256;
+
+// The pool, with at least want - 1 workers (and at least one fewer than the
+// hardware threads): a caller asking for more threads than cores
+// (nncodecs.set_threads(16) on 8 cores) gets them.
+Pool& pool(int want) {
   std::lock_guard<std::mutex> lock(g_pool_mu);
   // A forked child inherits the pointer but not the threads: start afresh.
   if (g_pool == nullptr || g_pool_pid != getpid()) {
-    g_pool = new Pool(hardware_threads() - 1);
+    g_pool = new Pool();
     g_pool_pid = getpid();
   }
+  g_pool->grow(std::min(std::max(want, hardware_threads()), kMaxThreads) - 1);
   return *g_pool;
 }
 
@@ -160,7 +173,7 @@ void parallel_for(std::size_t tasks, int threads, const std::function<void(std::
     for (std::size_t i = 0; i < tasks; ++i) fn(i);
     return;
   }
-  Pool& p = pool();
+  Pool& p = pool(want);
   int helpers = std::min<int>({want - 1, p.workers(), static_cast<int>(tasks) - 1});
   Job job;
   job.fn = &fn;
