@@ -71,16 +71,18 @@ std::size_t chunk_symbols(std::uint64_t n, std::size_t c) {
 }
 
 // Per-thread scratch reused across chunks and calls: a fresh allocation per
-// chunk would page-fault its way through every megabyte again.
+// chunk would page-fault its way through every megabyte again. A task owns
+// its thread's scratch until it returns: a thread waiting in parallel_for
+// runs no other caller's task (threadpool.h).
 std::uint8_t* scratch_buffer(std::size_t bytes) {
   thread_local std::vector<std::uint8_t> buf;
   if (buf.size() < bytes) buf.resize(bytes);
   return buf.data();
 }
 
-// The planes of a whole (small) tensor, for the decoder's fine-grained path.
-// Separate from scratch_buffer: the thread holding it waits in parallel_for,
-// and may run other callers' chunk tasks (which use scratch_buffer) meanwhile.
+// The planes of a whole (small) tensor, for the decoder's fine-grained path:
+// the caller holds it for the whole call (its tasks decode into it), so it
+// is not scratch_buffer, which is a task's own.
 std::uint8_t* tensor_planes_buffer(std::size_t bytes) {
   thread_local std::vector<std::uint8_t> buf;
   if (buf.size() < bytes) buf.resize(bytes);
