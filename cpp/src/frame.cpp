@@ -310,8 +310,9 @@ struct RowShift {
 
 // Apply (undo = false: subtract) or undo (add) the row offsets on the
 // symbols [first, first + m) of the last plane, held at p. Cloned for AVX2
-// (chosen at load time); decoders run it on L1-resident blocks.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// (chosen at load time); decoders run it on L1-resident blocks. Not under
+// ThreadSanitizer: the clone resolver runs before it starts, and crashes.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
 __attribute__((target_clones("avx2", "default")))
 #endif
 void shift_rows(std::uint8_t* p, std::size_t m, std::uint64_t first, const RowShift& rs,

@@ -42,13 +42,18 @@ long pool_rule_round(int caller, std::size_t outer) {
     thread_local std::vector<std::uint32_t> scratch;  // as frame.cpp's scratch_buffer
     const std::uint32_t mark = static_cast<std::uint32_t>(caller) << 20 | static_cast<std::uint32_t>(t);
     scratch.assign(64, mark);
-    // Nested tasks of 100 us (asleep: the cores stay free), so that helpers
-    // claim some of them and this thread waits for those with other
-    // callers' outer tasks still queued.
-    nnc::parallel_for(8, kThreads, [](std::size_t) {
+    // Nested tasks read the scratch, as rANS sub-blocks read their chunk's
+    // planes, after 100 us (asleep: the cores stay free), so that helpers
+    // hold some of them while this thread waits with other callers' outer
+    // tasks still queued.
+    const std::uint32_t* planes = scratch.data();
+    std::atomic<std::uint64_t> sum{0};
+    nnc::parallel_for(8, kThreads, [&](std::size_t i) {
       std::this_thread::sleep_for(std::chrono::microseconds(100));
+      sum.fetch_add(planes[i * 8], std::memory_order_relaxed);
     });
-    if (std::any_of(scratch.begin(), scratch.end(), [&](std::uint32_t v) { return v != mark; }))
+    if (sum.load() != 8ull * mark) broken.fetch_add(1);
+    else if (std::any_of(scratch.begin(), scratch.end(), [&](std::uint32_t v) { return v != mark; }))
       broken.fetch_add(1);
   });
   return broken.load();
