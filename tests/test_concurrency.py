@@ -29,12 +29,13 @@ def test_threads_encode_and_decode_mixed_tensors(tmp_path: Path) -> None:
     env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="131072")
     # Sizes spread linearly (most tensors take several chunks) and rANS with
     # 4 KiB sub-blocks: the most nested tasks, where the old pool went wrong
-    # in about one encode of 500.
-    cmd = [sys.executable, str(ROOT / "scripts" / "stress_threads.py"), "--count", "1500",
-           "--spread", "linear", "--coders", "rans,auto", "--subblocks", "12",
+    # in about one encode of 700 here (2 cores; the TSan run in test_sanitizers
+    # checks the pool itself, deterministically).
+    cmd = [sys.executable, str(ROOT / "scripts" / "stress_threads.py"), "--count", "1000",
+           "--spread", "linear", "--coders", "rans", "--subblocks", "12",
            "--json", str(report)]  # fmt: skip
     result = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, (result.returncode, result.stdout[-3000:], result.stderr[-3000:])
     summary = json.loads(report.read_text())
-    assert summary["encodes"] == summary["decodes"] == 1500
+    assert summary["encodes"] == summary["decodes"] == 1000
     assert summary["corrupt"] == 0
