@@ -145,14 +145,14 @@ def worker(
         codec = codecs[key]
         try:
             frame = codec.encode(arr)
-        except Exception as e:  # noqa: BLE001 - any failure is a finding here
+        except Exception as e:  # any failure is a finding here
             corrupt.append(f"{what}: encode raised {type(e).__name__}: {e}")
             continue
         finally:
             encodes += 1
         try:
             out = codec.decode(frame)
-        except Exception as e:  # noqa: BLE001 - CorruptDataError is the usual one
+        except Exception as e:  # CorruptDataError is the usual one
             corrupt.append(f"{what}: decode raised {type(e).__name__}: {e}")
             continue
         finally:
@@ -173,7 +173,6 @@ def run(
     subblocks: list[int] = SUBBLOCKS,
 ) -> dict:
     inputs = make_inputs(seed, per_dtype=6, spread=spread)
-    previous = nncodecs.get_threads()
     nncodecs.set_threads(threads)
     tally = Tally()
     per = [count // workers + (i < count % workers) for i in range(workers)]
@@ -190,7 +189,7 @@ def run(
         for t in pool:
             t.join()
     finally:
-        nncodecs.set_threads(previous)
+        nncodecs.set_threads(None)
     return {
         "encodes": tally.encodes,
         "decodes": tally.decodes,
