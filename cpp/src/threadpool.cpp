@@ -37,10 +37,15 @@ struct Job {
 class Pool {
  public:
   // Start workers until there are `workers` (it never shrinks). Callers
-  // serialise this through g_pool_mu.
+  // serialise this through g_pool_mu. A thread the system refuses leaves
+  // the pool smaller: callers do the work themselves.
   void grow(int workers) {
     while (static_cast<int>(threads_.size()) < workers) {
-      threads_.emplace_back([this] { loop(); });
+      try {
+        threads_.emplace_back([this] { loop(); });
+      } catch (...) {
+        return;
+      }
       workers_.store(static_cast<int>(threads_.size()), std::memory_order_release);
     }
   }
