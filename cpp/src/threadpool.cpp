@@ -67,7 +67,9 @@ class Pool {
       for (int i = 0; i < helpers; ++i) queue_.push_back(&job);
       pending_.fetch_add(helpers, std::memory_order_relaxed);
     }
-    cv_.notify_all();
+    // Wake one sleeping worker an entry, not all: a pool grown past the
+    // cores (set_threads) would otherwise have every worker spin after each call.
+    for (int i = 0; i < helpers; ++i) cv_.notify_one();
     job.work();
     // Every task is claimed now: drop the entries no worker took (they would
     // find nothing), then wait for the tasks that workers hold. Spin briefly
