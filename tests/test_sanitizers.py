@@ -1,9 +1,11 @@
-"""The decoders under AddressSanitizer and UBSan.
+"""The decoders under AddressSanitizer and UBSan, the thread pool under ThreadSanitizer.
 
-Two runs: the fuzz driver (fuzz/driver.cpp, mutated frames of every mode)
-built with -fsanitize=address,undefined; and a build of ``_core`` with the
-same sanitizers running the hostile-input and kernel tests. Any
-out-of-bounds access or undefined behaviour aborts the run and fails here.
+Three runs: the fuzz driver (fuzz/driver.cpp, mutated frames of every mode)
+built with -fsanitize=address,undefined; a build of ``_core`` with the
+same sanitizers running the hostile-input and kernel tests; and the threads
+driver (tests/cpp/threads_driver.cpp: nested parallel_for calls and frame
+encodes and decodes from 8 std::threads at once) with -fsanitize=thread. Any
+out-of-bounds access, undefined behaviour or data race fails here.
 """
 
 from __future__ import annotations
@@ -58,6 +60,36 @@ def test_fuzz_driver_under_sanitizers(tmp_path: Path) -> None:
     result = subprocess.run([str(exe), "4000", "7"], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-4000:]
     assert "no fault" in result.stdout
+
+
+def test_threads_driver_under_thread_sanitizer(tmp_path: Path) -> None:
+    # A C++ driver rather than Python with libtsan preloaded: the interpreter
+    # is not instrumented, and its own threads would need suppressions.
+    cxx = compiler()
+    exe = tmp_path / "threads_driver"
+    subprocess.run(
+        [
+            cxx,
+            "-std=c++17",
+            "-O1",
+            "-g",
+            "-fsanitize=thread",
+            f"-I{ROOT / 'cpp' / 'include'}",
+            *SOURCES,
+            str(ROOT / "tests" / "cpp" / "threads_driver.cpp"),
+            "-o",
+            str(exe),
+            "-lpthread",
+        ],
+        check=True,
+    )
+    env = dict(os.environ, TSAN_OPTIONS="halt_on_error=1:exitcode=66:second_deadlock_stack=1")
+    # 10 rounds of 8 callers, tensors up to 1 MiB: a few seconds under TSan.
+    result = subprocess.run([str(exe), "10", "8", str(1 << 20), "1"], capture_output=True,
+                            text=True, env=env, timeout=600)  # fmt: skip
+    assert "ThreadSanitizer" not in result.stderr, result.stderr[-4000:]
+    assert result.returncode == 0, (result.stdout[-2000:], result.stderr[-2000:])
+    assert "no corrupt frame" in result.stdout
 
 
 def test_python_decoder_tests_with_a_sanitized_core(tmp_path: Path) -> None:

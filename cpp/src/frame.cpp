@@ -73,16 +73,18 @@ std::size_t chunk_symbols(std::uint64_t n, std::size_t c) {
 }
 
 // Per-thread scratch reused across chunks and calls: a fresh allocation per
-// chunk would page-fault its way through every megabyte again.
+// chunk would page-fault its way through every megabyte again. A task owns
+// its thread's scratch until it returns: a thread waiting in parallel_for
+// runs no other caller's task (threadpool.h).
 std::uint8_t* scratch_buffer(std::size_t bytes) {
   thread_local std::vector<std::uint8_t> buf;
   if (buf.size() < bytes) buf.resize(bytes);
   return buf.data();
 }
 
-// The planes of a whole (small) tensor, for the decoder's fine-grained path.
-// Separate from scratch_buffer: the thread holding it waits in parallel_for,
-// and may run other callers' chunk tasks (which use scratch_buffer) meanwhile.
+// The planes of a whole (small) tensor, for the decoder's fine-grained path:
+// the caller holds it for the whole call (its tasks decode into it), so it
+// is not scratch_buffer, which is a task's own.
 std::uint8_t* tensor_planes_buffer(std::size_t bytes) {
   thread_local std::vector<std::uint8_t> buf;
   if (buf.size() < bytes) buf.resize(bytes);
@@ -310,8 +312,9 @@ struct RowShift {
 
 // Apply (undo = false: subtract) or undo (add) the row offsets on the
 // symbols [first, first + m) of the last plane, held at p. Cloned for AVX2
-// (chosen at load time); decoders run it on L1-resident blocks.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// (chosen at load time); decoders run it on L1-resident blocks. Not under
+// ThreadSanitizer: the clone resolver runs before it starts, and crashes.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
 __attribute__((target_clones("avx2", "default")))
 #endif
 void shift_rows(std::uint8_t* p, std::size_t m, std::uint64_t first, const RowShift& rs,

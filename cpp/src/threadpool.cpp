@@ -14,20 +14,20 @@
 namespace nnc {
 namespace {
 
-// One parallel_for call: its tasks are claimed through `next`, and `done`
-// counts finished tasks so the caller knows when to return.
+// One parallel_for call: its tasks are claimed through `next`; `holders`
+// counts the workers that took it from the queue and have not let go
+// (changed under the pool's lock; read without it only to spin on).
 struct Job {
   const std::function<void(std::size_t)>* fn;
   std::size_t tasks;
   std::atomic<std::size_t> next{0};
-  std::atomic<std::size_t> done{0};
+  std::atomic<int> holders{0};
 
   // Run tasks of this job until none is left to claim. True if it ran any.
   bool work() {
     bool ran = false;
     for (std::size_t i; (i = next.fetch_add(1)) < tasks;) {
       (*fn)(i);
-      done.fetch_add(1, std::memory_order_acq_rel);
       ran = true;
     }
     return ran;
@@ -36,13 +36,30 @@ struct Job {
 
 class Pool {
  public:
-  explicit Pool(int workers) {
-    for (int i = 0; i < workers; ++i) threads_.emplace_back([this] { loop(); });
+  // Start workers until there are `workers` (it never shrinks). Callers
+  // serialise this through g_pool_mu. A thread the system refuses leaves
+  // the pool smaller: callers do the work themselves.
+  void grow(int workers) {
+    while (static_cast<int>(threads_.size()) < workers) {
+      try {
+        threads_.emplace_back([this] { loop(); });
+      } catch (...) {
+        return;
+      }
+      workers_.store(static_cast<int>(threads_.size()), std::memory_order_release);
+    }
   }
   // Deliberately never joined: the pool lives for the whole process and is
   // abandoned (not destroyed) after fork, when its threads no longer exist.
-  int workers() const { return static_cast<int>(threads_.size()); }
+  int workers() const { return workers_.load(std::memory_order_acquire); }
 
+  // Run the job's tasks here and on up to `helpers` workers; return when
+  // all are done. While it waits this thread runs no other job's task:
+  // the caller may be a task itself, whose thread-local scratch (frame.cpp)
+  // a foreign task would reuse under it (issue 15). Nested calls cannot
+  // deadlock without that help: a thread waits only for tasks of a job it
+  // created, claimed by threads that, if they wait, wait for jobs created
+  // later still.
   void run(Job& job, int helpers) {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -50,39 +67,29 @@ class Pool {
       for (int i = 0; i < helpers; ++i) queue_.push_back(&job);
       pending_.fetch_add(helpers, std::memory_order_relaxed);
     }
-    cv_.notify_all();
+    // Wake one sleeping worker an entry, not all: a pool grown past the
+    // cores (set_threads) would otherwise have every worker spin after each call.
+    for (int i = 0; i < helpers; ++i) cv_.notify_one();
     job.work();
-    // Wait for tasks claimed by workers; help with other callers' jobs meanwhile.
-    while (job.done.load(std::memory_order_acquire) < job.tasks) {
-      Job* other = nullptr;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (!queue_.empty()) other = take_locked();
-      }
-      if (other == nullptr) {
-        std::this_thread::yield();
-        continue;
-      }
-      other->work();
-      release(other);
-    }
-    // The job lives on the caller's stack: drop its queued entries and wait
-    // until no worker still holds it before returning.
-    for (;;) {
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        for (auto it = queue_.begin(); it != queue_.end();) {
-          if (*it == &job) {
-            it = queue_.erase(it);
-            pending_.fetch_sub(1, std::memory_order_relaxed);
-          } else {
-            ++it;
-          }
+    // Every task is claimed now: drop the entries no worker took (they would
+    // find nothing), then wait for the tasks that workers hold. Spin briefly
+    // first (most tasks are a chunk: tens of microseconds), then sleep.
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto it = queue_.begin(); it != queue_.end();) {
+        if (*it == &job) {
+          it = queue_.erase(it);
+          pending_.fetch_sub(1, std::memory_order_relaxed);
+        } else {
+          ++it;
         }
-        if (std::find(active_.begin(), active_.end(), &job) == active_.end()) return;
       }
-      std::this_thread::yield();
     }
+    for (int spin = 0; spin < 2000 && job.holders.load(std::memory_order_acquire) != 0; ++spin)
+      std::this_thread::yield();
+    // The job lives on the caller's stack: return only once no worker holds it.
+    std::unique_lock<std::mutex> lock(mu_);
+    released_.wait(lock, [&] { return job.holders.load(std::memory_order_relaxed) == 0; });
   }
 
  private:
@@ -109,20 +116,27 @@ class Pool {
     Job* job = queue_.front();
     queue_.pop_front();
     pending_.fetch_sub(1, std::memory_order_relaxed);
-    active_.push_back(job);
+    job->holders.fetch_add(1, std::memory_order_relaxed);
     return job;
   }
 
   void release(Job* job) {
-    std::lock_guard<std::mutex> lock(mu_);
-    active_.erase(std::find(active_.begin(), active_.end(), job));
+    bool last;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      last = job->holders.fetch_sub(1, std::memory_order_acq_rel) == 1;
+    }
+    // Notified after the unlock: its owner may return (and free the job) the
+    // moment it sees the count at zero, and the job is not touched again here.
+    if (last) released_.notify_all();
   }
 
   std::vector<std::thread> threads_;
+  std::atomic<int> workers_{0};  // threads_.size(), readable without g_pool_mu
   std::mutex mu_;
   std::condition_variable cv_;
+  std::condition_variable released_;  // a job's last holder let go
   std::deque<Job*> queue_;
-  std::vector<Job*> active_;
   std::atomic<int> pending_{0};  // queue_.size(), readable without the lock
 };
 
@@ -130,13 +144,20 @@ std::mutex g_pool_mu;
 Pool* g_pool = nullptr;
 pid_t g_pool_pid = 0;
 
-Pool& pool() {
+// At most this many threads a call (the caller and kMaxThreads - 1 workers).
+constexpr int kMaxThreads = 256;
+
+// The pool, with at least want - 1 workers (and at least one fewer than the
+// hardware threads): a caller asking for more threads than cores
+// (nncodecs.set_threads(16) on 8 cores) gets them.
+Pool& pool(int want) {
   std::lock_guard<std::mutex> lock(g_pool_mu);
   // A forked child inherits the pointer but not the threads: start afresh.
   if (g_pool == nullptr || g_pool_pid != getpid()) {
-    g_pool = new Pool(hardware_threads() - 1);
+    g_pool = new Pool();
     g_pool_pid = getpid();
   }
+  g_pool->grow(std::min(std::max(want, hardware_threads()), kMaxThreads) - 1);
   return *g_pool;
 }
 
@@ -160,7 +181,7 @@ void parallel_for(std::size_t tasks, int threads, const std::function<void(std::
     for (std::size_t i = 0; i < tasks; ++i) fn(i);
     return;
   }
-  Pool& p = pool();
+  Pool& p = pool(want);
   int helpers = std::min<int>({want - 1, p.workers(), static_cast<int>(tasks) - 1});
   Job job;
   job.fn = &fn;
