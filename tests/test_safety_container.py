@@ -361,6 +361,51 @@ def test_raw_and_zstd_tensors_carry_a_crc32c_that_verify_checks(name: str, tmp_p
         r.verify()
 
 
+def test_raw_and_zstd_crcs_are_checked_on_whole_reads_and_merge(tmp_path: Path) -> None:
+    """A flipped byte in a zstd tensor (or a zstd part of a sparse one) is an error on
+    read_tensor; in a memory-mapped raw tensor on read_tensor(check=True), and in
+    merge, which never re-encodes damaged bytes under a fresh CRC."""
+    import numcodecs
+    import scipy.sparse
+
+    from nncodecs import merge
+
+    target = tmp_path / "m.zarr"
+    model = write(target)
+    sparse = scipy.sparse.random(30, 20, density=0.2, format="csr", random_state=3)
+    with Writer(target, mode="a") as w:
+        w.add_tensor("sp", sparse, codec="zstd")
+    other = model["ids"].copy()
+    other[3] += 1
+    (target / "ids" / "c" / "0").write_bytes(numcodecs.Zstd(level=3).encode(other))
+    data = sparse.data.copy()
+    data[0] += 1
+    (target / "sp" / "data" / "c" / "0").write_bytes(numcodecs.Zstd(level=3).encode(data))
+    chunk = target / "r" / "c" / "0" / "0"
+    raw = bytearray(chunk.read_bytes())
+    raw[5] ^= 0x10
+    chunk.write_bytes(bytes(raw))
+    where = str(target)
+    with Reader(target) as r:
+        with pytest.raises(CorruptDataError, match=rf"^{where}: tensor 'ids': CRC32C"):
+            r.read_tensor("ids")
+        with pytest.raises(CorruptDataError, match=rf"^{where}: tensor 'sp' \(data\): CRC32C"):
+            r.read_tensor("sp", to="scipy")
+        assert r.read_tensor("r").shape == (8, 4)  # lazy by default
+        with pytest.raises(CorruptDataError, match=rf"^{where}: tensor 'r': CRC32C"):
+            r.read_tensor("r", check=True)
+        with pytest.raises(CorruptDataError, match="tensor 'r'"):
+            r.read_into("r", np.empty((8, 4), np.float32))
+        assert np.array_equal(r.read_tensor("w"), model["w"])
+    source = tmp_path / "raw.zarr"
+    write(source)
+    (source / "r" / "c" / "0" / "0").write_bytes(bytes(raw))
+    out = tmp_path / "merged.zarr"
+    with pytest.raises(CorruptDataError, match=rf"^{source}: tensor 'r': CRC32C"):
+        merge([source], out)
+    assert not out.exists() and beside(out) == ["m.zarr", "raw.zarr"]
+
+
 def test_a_forged_shape_allocates_nothing(tmp_path: Path) -> None:
     import resource
 

@@ -60,7 +60,7 @@ class Reader:
         if threads is not None:
             set_threads(threads)
         self._base, self._owned = open_store(target, "r", storage_options)
-        where = _describe(target)
+        where = self._where = _describe(target)
         try:
             self._store = CheckedStore(self._base)
             with warnings.catch_warnings():
@@ -167,7 +167,9 @@ class Reader:
             codec=_codec_names(z),
         )
 
-    def read_tensor(self, name: str, to: str = "numpy", device: str = "cpu") -> Any:
+    def read_tensor(
+        self, name: str, to: str = "numpy", device: str = "cpu", *, check: bool = False
+    ) -> Any:
         """The whole tensor as ``"numpy"``, ``"torch"`` or ``"cupy"``.
 
         A raw tensor in a directory or zip store comes back as a read-only
@@ -176,11 +178,19 @@ class Reader:
         its NumPy arrays (and ``shape``) otherwise; an MXFP4 / NVFP4 weight as
         its pair ``(blocks, scales)``.
 
+        Every tensor read into memory is checked whole: the weights codecs'
+        frames carry their own CRC32C, and tensors stored raw or with zstd
+        are checked against the CRC32C recorded at write (where recorded).
+        ``check=True`` also checks a memory-mapped raw tensor (reading it
+        once, whole); without it the map stays lazy. A mismatch is a
+        :class:`CorruptDataError` naming the tensor and the container.
+
         ``device="cuda"`` (or ``"cuda:N"``; dense tensors, ``to="torch"`` or
         ``"cupy"``) decodes on the GPU: the frames of all the tensor's chunks
         go to the device and decode there in one batch, straight into the
         tensor's memory (a CuPy array holds bfloat16 and float8 as their
-        bits). Tensors stored raw or with zstd are read on the host and copied.
+        bits). Tensors stored raw or with zstd are read on the host, checked
+        and copied.
         """
         if device != "cpu":
             return self._read_on_device(name, to, device)
@@ -192,8 +202,19 @@ class Reader:
             return _convert(np.empty(z.shape, z.dtype), to)
         mapped = self._memory_map(name) if to == "numpy" else None
         if mapped is not None:
+            if check:
+                self._check_crc(name, z, mapped)
             return mapped
-        return _convert(self._read_array(name, z), to)
+        value = self._read_array(name, z)
+        self._check_crc(name, z, value)
+        return _convert(value, to)
+
+    def _check_crc(self, name: str, z: Any, value: Any, part: str | None = None) -> None:
+        """A whole array's bytes against the CRC32C recorded at write (raw, zstd)."""
+        try:
+            _check_crc(name, z, value, part)
+        except CorruptDataError as exc:
+            raise CorruptDataError(f"{self._where}: {exc}") from None
 
     def _read_array(self, name: str, z: Any) -> np.ndarray:
         """A whole array, its declared size checked against what is stored first."""
@@ -237,7 +258,7 @@ class Reader:
         target = np.dtype(z.dtype)
         frames = _chunk_frames(z)
         if frames is None:  # not the weights codec: decoded on the host, then one copy
-            host = np.ascontiguousarray(self.read_tensor(name))
+            host = np.ascontiguousarray(self.read_tensor(name, check=True))
             flat = backend.to_device(host.reshape(-1).view(np.uint8))
             return backend.typed(flat, target, tuple(z.shape), to)
         chunk = math.prod(z.chunks) * target.itemsize
@@ -259,7 +280,10 @@ class Reader:
 
     def _read_composite(self, name: str, kind: str, to: str) -> Any:
         _, group, attrs = self._entries[name]
-        parts = {part: self._read_array(name, arr) for part, arr in group.arrays()}
+        parts = {}
+        for part, arr in group.arrays():
+            parts[part] = self._read_array(name, arr)
+            self._check_crc(name, arr, parts[part], part)
         if kind in ("mxfp4", "nvfp4"):
             pair = (parts["blocks"], parts["scales"])
             return tuple(_convert(a, to) for a in pair) if to != "numpy" else pair
@@ -312,23 +336,18 @@ class Reader:
                 f"tensor {name!r} is {z.dtype}{tuple(z.shape)}, "
                 f"out is {out.dtype}{tuple(out.shape)}"
             )
-        out[...] = self.read_tensor(name)
+        out[...] = self.read_tensor(name, check=True)
         return out
 
     def verify(self) -> None:
         """Decode every tensor, checking every frame's CRC32C and, for tensors
-        stored raw or with zstd, the CRC32C of the whole tensor (where recorded).
+        stored raw or with zstd, the CRC32C of the whole tensor (where recorded):
+        ``read_tensor(name, check=True)`` of each.
 
         Raises CorruptDataError naming the first bad tensor.
         """
         for name in self._order:
-            value = self.read_tensor(name)
-            kind, member, _ = self._entries[name]
-            if kind == "dense":
-                _check_crc(name, member, value)
-            else:
-                for part, z in member.arrays():
-                    _check_crc(name, z, self._read_array(name, z), part)
+            self.read_tensor(name, check=True)
 
     def close(self) -> None:
         if self._owned:
@@ -587,8 +606,7 @@ def merge(
                 for name in r:
                     kind = r.layout(name)
                     if kind in ("mxfp4", "nvfp4"):
-                        w.add_quantized(name, *r.read_tensor(name), scheme=kind)
+                        w.add_quantized(name, *r.read_tensor(name, check=True), scheme=kind)
                     else:
-                        w.add_tensor(
-                            name, r.read_tensor(name, to="scipy" if kind != "dense" else "numpy")
-                        )
+                        to = "scipy" if kind != "dense" else "numpy"
+                        w.add_tensor(name, r.read_tensor(name, to=to, check=True))
