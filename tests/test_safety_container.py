@@ -406,6 +406,76 @@ def test_raw_and_zstd_crcs_are_checked_on_whole_reads_and_merge(tmp_path: Path) 
     assert not out.exists() and beside(out) == ["m.zarr", "raw.zarr"]
 
 
+def _zip_with_raw_x(target: Path) -> np.ndarray:
+    x = np.arange(128 * 16, dtype=np.float32).reshape(128, 16)
+    with Writer(target, codec="raw") as w:
+        w.add_tensor("x", x)
+        w.add_tensor("z", x[:8] + 1, codec="zstd")
+    return x
+
+
+def test_a_tampered_local_zip_header_is_an_error_not_shifted_data(tmp_path: Path) -> None:
+    """Issue 15: a local header's extra-field length grown by 8 must not shift a raw
+    tensor's bytes; a local name that differs, or a bad zip CRC, is an error too."""
+    import io
+    import zipfile
+
+    target = tmp_path / "raw.zarr.zip"
+    x = _zip_with_raw_x(target)
+    clean = target.read_bytes()
+    with zipfile.ZipFile(target) as z:
+        at = {n: z.getinfo(n).header_offset for n in ("x/c/0/0", "z/c/0/0")}
+    where = str(target)
+
+    data = bytearray(clean)
+    data[at["x/c/0/0"] + 28] += 8  # the extra field's length (little-endian u16)
+    target.write_bytes(bytes(data))
+    with Reader(target) as r:
+        for read in (lambda: r.read_tensor("x"), lambda: r["x"][:], r.verify):
+            with pytest.raises(CorruptDataError, match=rf"^{where}: (tensor 'x': )?x/c/0/0: .*local"):
+                read()
+        assert np.array_equal(r.read_tensor("z"), x[:8] + 1)
+
+    data = bytearray(clean)
+    data[at["x/c/0/0"] + 30] = ord("y")  # the local header's name: y/c/0/0
+    target.write_bytes(bytes(data))
+    with Reader(target) as r, pytest.raises(CorruptDataError, match="names another entry"):
+        r.read_tensor("x")
+
+    data = bytearray(clean)
+    name_len = int.from_bytes(clean[at["z/c/0/0"] + 26 : at["z/c/0/0"] + 28], "little")
+    data[at["z/c/0/0"] + 30 + name_len + 10] ^= 0xFF  # a byte of the zstd chunk: zip CRC fails
+    target.write_bytes(bytes(data))
+    with Reader(target) as r:
+        for read in (lambda: r.read_tensor("z"), lambda: r["z"][:]):
+            with pytest.raises(CorruptDataError, match=rf"^{where}: (tensor 'z': )?z/c/0/0: a damaged"):
+                read()
+
+    # A zip written to a stream (entries with data descriptors, flag bit 3) still reads.
+    class Stream(io.RawIOBase):
+        def __init__(self, f: Any) -> None:
+            self.f = f
+
+        def writable(self) -> bool:
+            return True
+
+        def write(self, b: Any) -> int:
+            return self.f.write(b)
+
+    streamed = tmp_path / "streamed.zarr.zip"
+    target.write_bytes(clean)
+    with zipfile.ZipFile(target) as src, open(streamed, "wb") as f:
+        with zipfile.ZipFile(Stream(f), "w") as dst:
+            for info in src.infolist():
+                with src.open(info) as a, dst.open(info.filename, "w") as b:
+                    b.write(a.read())
+    with zipfile.ZipFile(streamed) as z:
+        assert all(i.flag_bits & 0x08 for i in z.infolist())
+    with Reader(streamed) as r:
+        assert np.array_equal(r.read_tensor("x"), x)
+        r.verify()
+
+
 def test_a_forged_shape_allocates_nothing(tmp_path: Path) -> None:
     import resource
 

@@ -214,7 +214,7 @@ class Reader:
         try:
             _check_crc(name, z, value, part)
         except CorruptDataError as exc:
-            raise CorruptDataError(f"{self._where}: {exc}") from None
+            raise self._error(name, exc) from None
 
     def _read_array(self, name: str, z: Any) -> np.ndarray:
         """A whole array, its declared size checked against what is stored first."""
@@ -224,8 +224,14 @@ class Reader:
             _check_size(z, self._store)
             return z[...]
         except CorruptDataError as exc:
-            msg = str(exc) if str(exc).startswith("tensor") else f"tensor {name!r}: {exc}"
-            raise CorruptDataError(msg) from exc
+            raise self._error(name, exc) from None
+
+    def _error(self, name: str, exc: Exception) -> CorruptDataError:
+        """A CorruptDataError saying ``<container>: tensor '<name>': what``."""
+        msg = str(exc).removeprefix(f"{self._where}: ")
+        if not msg.startswith("tensor "):
+            msg = f"tensor {name!r}: {msg}"
+        return CorruptDataError(f"{self._where}: {msg}")
 
     def to_dask(self, name: str | None = None) -> Any:
         """A dense tensor as a dask array over its Zarr array (its chunks read
@@ -310,20 +316,19 @@ class Reader:
         if z.dtype.itemsize > 1 and endian != "little":
             return None
         key = f"{z.path}/{layout.single_chunk_key(z.ndim)}"
-        self._store.check_key(key)
         try:
-            located = _locate(self._base, key)
+            self._store.check_key(key)  # (a zip entry: its local header checked too)
+            located = _locate(self._store, key)
         except CorruptDataError as exc:
-            raise CorruptDataError(f"tensor {name!r}: {exc}") from None
+            raise self._error(name, exc) from None
         if located is None:
             if z.path in self._store.strict:
-                raise CorruptDataError(f"tensor {name!r}: chunk {key} is missing")
+                raise self._error(name, CorruptDataError(f"chunk {key} is missing"))
             return None
         path, offset, length = located
         if length != z.nbytes:
-            raise CorruptDataError(
-                f"tensor {name!r}: its raw chunk holds {length} bytes, its shape says {z.nbytes}"
-            )
+            raise self._error(name, CorruptDataError(
+                f"its raw chunk holds {length} bytes, its shape says {z.nbytes}"))  # fmt: skip
         return np.memmap(path, dtype=z.dtype, mode="r", offset=offset, shape=tuple(z.shape))
 
     def read_into(self, name: str, out: np.ndarray) -> np.ndarray:
@@ -547,38 +552,27 @@ def _codec_names(z: Any) -> str:
     return "+".join(names)
 
 
-def _locate(store: Any, key: str) -> tuple[str, int, int] | None:
-    """(file, offset, length) of a key's bytes when they lie uncompressed in a local file."""
+def _locate(checked: CheckedStore, key: str) -> tuple[str, int, int] | None:
+    """(file, offset, length) of a key's bytes when they lie uncompressed in a local file
+    (a zip entry's span checked against its local header, see ZipEntries)."""
     from zarr.storage import LocalStore, ZipStore
 
+    store = checked._store
     if isinstance(store, LocalStore):
         path = Path(store.root) / key
         return (str(path), 0, path.stat().st_size) if path.is_file() else None
-    if isinstance(store, ZipStore):
-        import struct
+    if isinstance(store, ZipStore) and checked.zip is not None:
         import zipfile
 
-        if not store._is_open:
-            store._sync_open()
-        try:
-            info = store._zf.getinfo(key)
-        except KeyError:
+        span = checked.zip.span(key)
+        if span is None:
             return None
-        if info.compress_type != zipfile.ZIP_STORED:
-            raise CorruptDataError(f"{key}: a compressed chunk entry (chunk entries are stored)")
-        size = os.path.getsize(store.path)
-        with open(store.path, "rb") as f:
-            f.seek(info.header_offset)
-            header = f.read(30)
-            if len(header) < 30 or header[:4] != b"PK\x03\x04":
-                raise CorruptDataError(f"{key}: its local zip header is damaged")
-            name_len, extra_len = struct.unpack("<HH", header[26:30])
-            if f.read(name_len) != key.encode():
-                raise CorruptDataError(f"{key}: its local zip header names another entry")
-        start = info.header_offset + 30 + name_len + extra_len
-        if start + info.file_size > size:
-            raise CorruptDataError(f"{key}: its bytes pass the end of the zip")
-        return str(store.path), start, info.file_size
+        if checked.zip.zf.getinfo(key).compress_type != zipfile.ZIP_STORED:
+            raise checked.describe_error(key, "a compressed chunk entry (chunk entries are stored)")
+        start, length = span
+        if start + length > os.path.getsize(store.path):
+            raise checked.describe_error(key, "its bytes pass the end of the zip")
+        return str(store.path), start, length
     return None
 
 
