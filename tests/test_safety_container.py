@@ -476,6 +476,46 @@ def test_a_tampered_local_zip_header_is_an_error_not_shifted_data(tmp_path: Path
         r.verify()
 
 
+def test_a_shape_or_dtype_edited_in_zarr_json_is_an_error(tmp_path: Path) -> None:
+    """Shrinking a tensor's shape (or changing its dtype) in its zarr.json must not cut
+    it silently: its records (Writer and archive) say what the metadata must say."""
+    import scipy.sparse
+
+    from nncodecs import archive
+
+    x = np.arange(128 * 16, dtype=np.float32).reshape(128, 16)
+    sparse = scipy.sparse.random(30, 20, density=0.2, format="csr", random_state=3)
+    written = tmp_path / "w.zarr"
+    with Writer(written) as w:
+        for codec in ("raw", "zstd", "auto"):
+            w.add_tensor(codec, x, codec=codec)
+        w.add_tensor("sp", sparse)
+    archived = tmp_path / "a.zarr"
+    archive({"raw": x, "zstd": x, "auto": x}, archived, codec="zstd", progress=False)
+
+    def shrink(doc: dict) -> None:
+        doc["shape"] = [64, 16]
+
+    def retype(doc: dict) -> None:
+        doc["data_type"] = "int32"
+
+    for target in (written, archived):
+        for name, change in (("raw", shrink), ("zstd", retype), ("auto", shrink)):
+            edit_metadata(target, name, change)
+        with Reader(target) as r:
+            shrunk = r"shape \[64, 16\]"
+            for name, what in (("raw", shrunk), ("zstd", "dtype int32"), ("auto", shrunk)):
+                for read in (r.read_tensor, r.__getitem__, lambda n: r.read_tensor(n, check=True)):
+                    with pytest.raises(CorruptDataError, match=rf"^{target}: tensor '{name}'.*{what}"):
+                        read(name)
+            with pytest.raises(CorruptDataError, match="tensor 'raw'"):
+                r.verify()
+    edit_metadata(written, "sp/indptr", lambda doc: doc.update(shape=[20]))
+    with Reader(written) as r:
+        with pytest.raises(CorruptDataError, match=r"tensor 'sp' \(indptr\): .*shape \[20\]"):
+            r.read_tensor("sp", to="scipy")
+
+
 def test_a_forged_shape_allocates_nothing(tmp_path: Path) -> None:
     import resource
 

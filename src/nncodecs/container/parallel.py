@@ -274,7 +274,8 @@ async def _finish(
     each container's order and metadata (every container at once, each in that order)."""
 
     def records(t: _Tensor, z: Any) -> dict[str, Any]:
-        out = {"name": t.name, "layout": "dense", "complete": True, "chunks": layout.CHUNKS_ALL}
+        out = {"name": t.name, "layout": "dense", "complete": True, "chunks": layout.CHUNKS_ALL,
+               "shape": list(t.shape), "dtype": dtype_name(t.dtype)}  # fmt: skip
         if crcs:
             out["crc32c"] = crcs.get(z.path, 0)  # (an empty tensor has no slab: CRC 0)
         return out

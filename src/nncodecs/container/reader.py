@@ -93,6 +93,8 @@ class Reader:
         checked against their nodes, and the arrays whose every chunk is recorded."""
         # name -> (layout, the array or the sub-group, its attributes)
         self._entries: dict[str, tuple[str, Any, dict]] = {}
+        # name -> how its Zarr metadata contradicts its records (an error on every use)
+        self._damaged: dict[str, str] = {}
         nodes: dict[str, str] = {}
         for node, member in self._group.members():
             tattrs = member.attrs.get(layout.ATTRS_KEY)
@@ -112,6 +114,10 @@ class Reader:
             arrays = [(member, tattrs)] if kind == "dense" else [
                 (a, a.attrs.get(layout.ATTRS_KEY)) for _, a in member.arrays()]  # fmt: skip
             for z, zattrs in arrays:
+                problem = layout.shape_problem(z, zattrs)
+                if problem is not None and name not in self._damaged:
+                    part = "" if z is member else f" ({z.basename})"
+                    self._damaged[name] = f"tensor {name!r}{part}: {problem}"
                 if isinstance(zattrs, dict) and zattrs.get("chunks") == layout.CHUNKS_ALL:
                     strict = _strict(name, z)
                     if strict is not None:
@@ -133,6 +139,8 @@ class Reader:
     def __getitem__(self, name: str) -> Any:
         if name not in self._arrays:
             raise KeyError(f"no tensor {name!r} in the container ({len(self)} tensors)")
+        if name in self._damaged:
+            raise CorruptDataError(f"{self._where}: {self._damaged[name]}")
         return self._arrays[name]
 
     def layout(self, name: str) -> str:

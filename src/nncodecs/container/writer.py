@@ -461,9 +461,10 @@ class Writer:
 
 
 def _records(arr: np.ndarray, codec: str) -> dict[str, Any]:
-    """A tensor's integrity records (see layout): every chunk written, and for
-    codecs without a checksum of their own (raw, zstd) the CRC32C of its bytes."""
-    out: dict[str, Any] = {"chunks": layout.CHUNKS_ALL}
+    """A tensor's integrity records (see layout): every chunk written, its shape and
+    dtype (a Reader compares them with the Zarr metadata), and for codecs without a
+    checksum of their own (raw, zstd) the CRC32C of its bytes."""
+    out: dict[str, Any] = {"chunks": layout.CHUNKS_ALL, **layout.shape_records(arr)}
     if codec in layout.UNCHECKED_CODECS:
         out["crc32c"] = int(_core.crc32c(np.ascontiguousarray(arr).reshape(-1).view(np.uint8)))
     return out
