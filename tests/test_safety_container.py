@@ -284,6 +284,50 @@ def test_a_killed_append_is_listed_despite_the_consolidated_metadata(tmp_path: P
         assert np.array_equal(r.read_tensor("big"), big)
 
 
+def _dead_pid() -> int:
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+    return pid
+
+
+@pytest.mark.parametrize("name", ["m.zarr", "m.zarr.zip"])
+def test_a_replace_killed_between_its_renames_keeps_the_previous_output(
+    name: str, tmp_path: Path
+) -> None:
+    """publish renames the old output to .NAME.nncodecs-PID.old, then the new one in: a
+    kill between the two leaves nothing at the path. The next run puts the previous
+    output back instead of deleting it as a dead writer's leftover."""
+    from nncodecs import archive
+    from nncodecs.outputs import remove_stale, temp_path
+
+    target = tmp_path / name
+    write(target)
+    pid = _dead_pid()
+    old = temp_path(target, "old", pid)
+    target.rename(old)  # the state a kill between the two renames leaves
+    temp_path(target, "tmp", pid).mkdir()  # and the new container, not yet renamed in
+    with pytest.raises(FileExistsError, match="exists"):
+        Writer(target)  # the previous container is back, so this is refused
+    assert beside(target) == []
+    with Reader(target) as r:
+        assert r.keys() == ["w", "ids", "r"]
+    # remove_stale itself, and archive, which runs it too
+    target.rename(old)
+    assert remove_stale(target) == [] and beside(target) == []
+    if name.endswith(".zarr"):
+        target.rename(old)
+        with pytest.raises(FileExistsError, match="exists"):
+            archive({"x": np.ones(3, np.float32)}, target, progress=False)
+        assert beside(target) == []
+    # A dead writer's .old beside an output that is there is still removed.
+    shutil.copytree(target, old) if target.is_dir() else shutil.copy(target, old)
+    assert remove_stale(target) == [old] and beside(target) == []
+    with Reader(target) as r:
+        assert r.keys() == ["w", "ids", "r"]
+
+
 # -- integrity -------------------------------------------------------------------------------
 
 
