@@ -560,6 +560,37 @@ def test_a_shape_or_dtype_edited_in_zarr_json_is_an_error(tmp_path: Path) -> Non
             r.read_tensor("sp", to="scipy")
 
 
+RESERVED_NAMES = ["zarr.json", ".zarray", ".zattrs", ".zgroup", ".zmetadata", "c", "__init__",
+                  "", ".", "..", "%2E", "zarr%2Ejson", "zarr.json/zarr.json", "a/zarr.json",
+                  "x.0123456789abcdef0123456789abcdef.partial", "ZARR.JSON"]  # fmt: skip
+
+
+@pytest.mark.parametrize("container", ["m.zarr", "m.zarr.zip", "memory"])
+def test_names_zarr_reserves_round_trip(container: str, tmp_path: Path) -> None:
+    """A tensor named zarr.json (or .zarray, c, ...) is stored and read back under its
+    name; names escaped before are escaped as they were (old containers read)."""
+    from nncodecs.container.names import escape
+
+    target: Any = f"memory://nncodecs-names-{uuid.uuid4().hex}" if container == "memory" else (
+        tmp_path / container)  # fmt: skip
+    tensors = {n: np.full((3, 2), i, np.int32) for i, n in enumerate(RESERVED_NAMES)}
+    with Writer(target) as w:
+        for n, t in tensors.items():
+            w.add_tensor(n, t, codec="raw" if len(n) % 2 else "auto")
+        w.add_sparse_coo("zarr.json.sparse", np.array([[0], [1]]), np.ones(1, np.float32), (2, 2))
+    with Reader(target) as r:
+        assert r.keys() == [*RESERVED_NAMES, "zarr.json.sparse"]
+        for n, t in tensors.items():
+            assert np.array_equal(r.read_tensor(n), t), n
+        r.verify()
+    with Writer(target, mode="a") as w:
+        w.add_tensor("more", np.ones(2, np.float32))
+    with Reader(target) as r:
+        assert len(r) == len(RESERVED_NAMES) + 2
+    assert [escape(n) for n in ("", ".", "..", "__init__", "a/b", "50%", ".zarray")] == [
+        "%00", "%2E", "%2E.", "%5F_init__", "a%2Fb", "50%25", "%2Ezarray"]  # fmt: skip
+
+
 def test_a_forged_shape_allocates_nothing(tmp_path: Path) -> None:
     import resource
 

@@ -323,6 +323,10 @@ class Reader:
         endian = codecs[0].get("configuration", {}).get("endian", "little")
         if z.dtype.itemsize > 1 and endian != "little":
             return None
+        from zarr.storage import LocalStore, ZipStore
+
+        if not isinstance(self._base, LocalStore | ZipStore):
+            return None  # (an object store: read, not mapped)
         key = f"{z.path}/{layout.single_chunk_key(z.ndim)}"
         try:
             self._store.check_key(key)  # (a zip entry: its local header checked too)
