@@ -328,6 +328,62 @@ def test_a_replace_killed_between_its_renames_keeps_the_previous_output(
         assert r.keys() == ["w", "ids", "r"]
 
 
+def _write_big_tensors(target: Path) -> None:
+    rng = np.random.default_rng(0)
+    big = rng.standard_normal((2048, 2048)).astype(np.float32)  # 16 MiB, 8 shards
+    with Writer(target, chunk_bytes=64 << 10) as w:
+        for i in range(40):
+            w.add_tensor(f"t{i}", big, codec="zstd" if i % 2 else "auto")
+
+
+@pytest.mark.parametrize("delay", [0.05, 0.2, 0.5])
+def test_an_error_raised_mid_write_leaves_no_temporary(delay: float, tmp_path: Path) -> None:
+    """An exception raised inside the with block while large tensors are being written
+    (here from a timer signal, as Ctrl-C would): the writes still running are waited for,
+    then the temporary is removed; nothing is left beside the target."""
+
+    def boom(*_: Any) -> None:
+        raise RuntimeError("boom")
+
+    target = tmp_path / "m.zarr"
+    previous = signal.signal(signal.SIGALRM, boom)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, delay)
+        with pytest.raises(RuntimeError, match="boom"):
+            _write_big_tensors(target)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("name", ["m.zarr", "m.zarr.zip"])
+def test_sigint_mid_write_leaves_no_temporary(name: str, tmp_path: Path) -> None:
+    import time
+
+    target = tmp_path / name
+    for delay in (0.1, 0.4):
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+                _write_big_tensors(target)
+            except KeyboardInterrupt:
+                code = 3
+            finally:
+                os._exit(code)
+        temp = tmp_path / f".{name}.nncodecs-{pid}.tmp"
+        deadline = time.monotonic() + 30
+        while not temp.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(delay)
+        os.kill(pid, signal.SIGINT)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 3
+        assert os.listdir(tmp_path) == [], os.listdir(tmp_path)
+
+
 # -- integrity -------------------------------------------------------------------------------
 
 

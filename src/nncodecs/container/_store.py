@@ -284,6 +284,44 @@ class CheckedStore(WrapperStore):
 # -- writing: where the bytes go until a commit --------------------------------------
 
 
+def settle(timeout: float = 120.0) -> None:
+    """Wait for the tasks on Zarr's event loop to finish.
+
+    Zarr runs every write on its own event-loop thread; an exception raised in
+    the caller's thread while it waits (Ctrl-C, a signal handler) leaves those
+    writes running. Removing a temporary under them would let them recreate
+    part of it, so an abandoning writer waits for them first.
+    """
+    import asyncio
+
+    from zarr.core import sync as zsync
+
+    loop = zsync.loop[0]
+    if loop is None or loop.is_closed() or not loop.is_running():
+        return
+
+    async def drain() -> None:
+        me = asyncio.current_task()
+        others = [t for t in asyncio.all_tasks() if t is not me]
+        if others:
+            await asyncio.wait(others, timeout=timeout)
+
+    future = asyncio.run_coroutine_threadsafe(drain(), loop)
+    try:
+        future.result(timeout + 5)
+    except Exception:  # (best effort: the removal below retries)
+        future.cancel()
+
+
+def _remove_settled(path: Path) -> None:
+    """Remove a writer's temporary once no write into it is running (twice if one was)."""
+    settle()
+    _remove(path)
+    if os.path.lexists(path):  # a write still landed there: wait again, remove again
+        settle()
+        _remove(path)
+
+
 class Output:
     """Where a Writer writes: its store, and what ``commit`` / ``abandon`` / ``close`` do.
 
@@ -304,6 +342,7 @@ class Output:
 
     def abandon(self) -> None:
         """Drop what was not committed; leave the target as the last commit left it."""
+        settle()  # (writes an interrupt left running)
         self.close()
 
     def close(self) -> None:
@@ -378,9 +417,10 @@ class DirOutput(_LockedOutput):
 
     def abandon(self) -> None:
         try:
+            settle()  # (writes an interrupt left running, in place or not)
             self.store.close()
             if not self.in_place:
-                _remove(self.temp)
+                _remove_settled(self.temp)
         finally:
             self.lock.release()
 
@@ -456,7 +496,7 @@ class ZipOutput(_LockedOutput):
     def close(self) -> None:
         try:
             self.store.close()
-            _remove(self.temp)
+            _remove_settled(self.temp)
         finally:
             self.lock.release()
 

@@ -324,7 +324,14 @@ class Writer:
         self._write_group_attrs()
 
     async def _write_all(self, items: list[tuple[str, np.ndarray, str | None]]) -> None:
-        await asyncio.gather(*(self._write(name, arr, codec) for name, arr, codec in items))
+        # Every write finishes (or fails) before this returns: one that failed must not
+        # leave the others running into a temporary that is about to be removed.
+        results = await asyncio.gather(
+            *(self._write(name, arr, codec) for name, arr, codec in items), return_exceptions=True
+        )
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
 
     async def _write(self, name: str, arr: np.ndarray, codec: str | None) -> None:
         node = escape(name)
