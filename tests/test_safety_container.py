@@ -284,6 +284,106 @@ def test_a_killed_append_is_listed_despite_the_consolidated_metadata(tmp_path: P
         assert np.array_equal(r.read_tensor("big"), big)
 
 
+def _dead_pid() -> int:
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+    return pid
+
+
+@pytest.mark.parametrize("name", ["m.zarr", "m.zarr.zip"])
+def test_a_replace_killed_between_its_renames_keeps_the_previous_output(
+    name: str, tmp_path: Path
+) -> None:
+    """publish renames the old output to .NAME.nncodecs-PID.old, then the new one in: a
+    kill between the two leaves nothing at the path. The next run puts the previous
+    output back instead of deleting it as a dead writer's leftover."""
+    from nncodecs import archive
+    from nncodecs.outputs import remove_stale, temp_path
+
+    target = tmp_path / name
+    write(target)
+    pid = _dead_pid()
+    old = temp_path(target, "old", pid)
+    target.rename(old)  # the state a kill between the two renames leaves
+    temp_path(target, "tmp", pid).mkdir()  # and the new container, not yet renamed in
+    with pytest.raises(FileExistsError, match="exists"):
+        Writer(target)  # the previous container is back, so this is refused
+    assert beside(target) == []
+    with Reader(target) as r:
+        assert r.keys() == ["w", "ids", "r"]
+    # remove_stale itself, and archive, which runs it too
+    target.rename(old)
+    assert remove_stale(target) == [] and beside(target) == []
+    if name.endswith(".zarr"):
+        target.rename(old)
+        with pytest.raises(FileExistsError, match="exists"):
+            archive({"x": np.ones(3, np.float32)}, target, progress=False)
+        assert beside(target) == []
+    # A dead writer's .old beside an output that is there is still removed.
+    shutil.copytree(target, old) if target.is_dir() else shutil.copy(target, old)
+    assert remove_stale(target) == [old] and beside(target) == []
+    with Reader(target) as r:
+        assert r.keys() == ["w", "ids", "r"]
+
+
+def _write_big_tensors(target: Path) -> None:
+    rng = np.random.default_rng(0)
+    big = rng.standard_normal((2048, 2048)).astype(np.float32)  # 16 MiB, 8 shards
+    with Writer(target, chunk_bytes=64 << 10) as w:
+        for i in range(40):
+            w.add_tensor(f"t{i}", big, codec="zstd" if i % 2 else "auto")
+
+
+@pytest.mark.parametrize("delay", [0.05, 0.2, 0.5])
+def test_an_error_raised_mid_write_leaves_no_temporary(delay: float, tmp_path: Path) -> None:
+    """An exception raised inside the with block while large tensors are being written
+    (here from a timer signal, as Ctrl-C would): the writes still running are waited for,
+    then the temporary is removed; nothing is left beside the target."""
+
+    def boom(*_: Any) -> None:
+        raise RuntimeError("boom")
+
+    target = tmp_path / "m.zarr"
+    previous = signal.signal(signal.SIGALRM, boom)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, delay)
+        with pytest.raises(RuntimeError, match="boom"):
+            _write_big_tensors(target)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("name", ["m.zarr", "m.zarr.zip"])
+def test_sigint_mid_write_leaves_no_temporary(name: str, tmp_path: Path) -> None:
+    import time
+
+    target = tmp_path / name
+    for delay in (0.1, 0.4):
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+                _write_big_tensors(target)
+            except KeyboardInterrupt:
+                code = 3
+            finally:
+                os._exit(code)
+        temp = tmp_path / f".{name}.nncodecs-{pid}.tmp"
+        deadline = time.monotonic() + 30
+        while not temp.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(delay)
+        os.kill(pid, signal.SIGINT)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 3
+        assert os.listdir(tmp_path) == [], os.listdir(tmp_path)
+
+
 # -- integrity -------------------------------------------------------------------------------
 
 
@@ -359,6 +459,201 @@ def test_raw_and_zstd_tensors_carry_a_crc32c_that_verify_checks(name: str, tmp_p
     (target / "ids" / "c" / "0").write_bytes(numcodecs.Zstd(level=3).encode(other))
     with Reader(target) as r, pytest.raises(CorruptDataError, match=r"tensor 'ids': CRC32C"):
         r.verify()
+
+
+def test_raw_and_zstd_crcs_are_checked_on_whole_reads_and_merge(tmp_path: Path) -> None:
+    """A flipped byte in a zstd tensor (or a zstd part of a sparse one) is an error on
+    read_tensor; in a memory-mapped raw tensor on read_tensor(check=True), and in
+    merge, which never re-encodes damaged bytes under a fresh CRC."""
+    import numcodecs
+    import scipy.sparse
+
+    from nncodecs import merge
+
+    target = tmp_path / "m.zarr"
+    model = write(target)
+    sparse = scipy.sparse.random(30, 20, density=0.2, format="csr", random_state=3)
+    with Writer(target, mode="a") as w:
+        w.add_tensor("sp", sparse, codec="zstd")
+    other = model["ids"].copy()
+    other[3] += 1
+    (target / "ids" / "c" / "0").write_bytes(numcodecs.Zstd(level=3).encode(other))
+    data = sparse.data.copy()
+    data[0] += 1
+    (target / "sp" / "data" / "c" / "0").write_bytes(numcodecs.Zstd(level=3).encode(data))
+    chunk = target / "r" / "c" / "0" / "0"
+    raw = bytearray(chunk.read_bytes())
+    raw[5] ^= 0x10
+    chunk.write_bytes(bytes(raw))
+    where = str(target)
+    with Reader(target) as r:
+        with pytest.raises(CorruptDataError, match=rf"^{where}: tensor 'ids': CRC32C"):
+            r.read_tensor("ids")
+        with pytest.raises(CorruptDataError, match=rf"^{where}: tensor 'sp' \(data\): CRC32C"):
+            r.read_tensor("sp", to="scipy")
+        assert r.read_tensor("r").shape == (8, 4)  # lazy by default
+        with pytest.raises(CorruptDataError, match=rf"^{where}: tensor 'r': CRC32C"):
+            r.read_tensor("r", check=True)
+        with pytest.raises(CorruptDataError, match="tensor 'r'"):
+            r.read_into("r", np.empty((8, 4), np.float32))
+        assert np.array_equal(r.read_tensor("w"), model["w"])
+    source = tmp_path / "raw.zarr"
+    write(source)
+    (source / "r" / "c" / "0" / "0").write_bytes(bytes(raw))
+    out = tmp_path / "merged.zarr"
+    with pytest.raises(CorruptDataError, match=rf"^{source}: tensor 'r': CRC32C"):
+        merge([source], out)
+    assert not out.exists() and beside(out) == ["m.zarr", "raw.zarr"]
+
+
+def _zip_with_raw_x(target: Path) -> np.ndarray:
+    x = np.arange(128 * 16, dtype=np.float32).reshape(128, 16)
+    with Writer(target, codec="raw") as w:
+        w.add_tensor("x", x)
+        w.add_tensor("z", x[:8] + 1, codec="zstd")
+    return x
+
+
+def test_a_tampered_local_zip_header_is_an_error_not_shifted_data(tmp_path: Path) -> None:
+    """Issue 15: a local header's extra-field length grown by 8 must not shift a raw
+    tensor's bytes; a local name that differs, or a bad zip CRC, is an error too."""
+    import io
+    import zipfile
+
+    target = tmp_path / "raw.zarr.zip"
+    x = _zip_with_raw_x(target)
+    clean = target.read_bytes()
+    with zipfile.ZipFile(target) as z:
+        at = {n: z.getinfo(n).header_offset for n in ("x/c/0/0", "z/c/0/0")}
+    where = str(target)
+
+    data = bytearray(clean)
+    data[at["x/c/0/0"] + 28] += 8  # the extra field's length (little-endian u16)
+    target.write_bytes(bytes(data))
+    with Reader(target) as r:
+        for read in (lambda: r.read_tensor("x"), lambda: r["x"][:], r.verify):
+            with pytest.raises(CorruptDataError, match=rf"^{where}: (tensor 'x': )?x/c/0/0: "):
+                read()
+        with pytest.raises(CorruptDataError, match=r"next entry starts .*local zip header"):
+            r.read_tensor("x")
+        assert np.array_equal(r.read_tensor("z"), x[:8] + 1)
+
+    data = bytearray(clean)
+    data[at["x/c/0/0"] + 30] = ord("y")  # the local header's name: y/c/0/0
+    target.write_bytes(bytes(data))
+    with Reader(target) as r, pytest.raises(CorruptDataError, match="names another entry"):
+        r.read_tensor("x")
+
+    data = bytearray(clean)
+    name_len = int.from_bytes(clean[at["z/c/0/0"] + 26 : at["z/c/0/0"] + 28], "little")
+    data[at["z/c/0/0"] + 30 + name_len + 10] ^= 0xFF  # a byte of the zstd chunk: zip CRC fails
+    target.write_bytes(bytes(data))
+    with Reader(target) as r:
+        for read in (lambda: r.read_tensor("z"), lambda: r["z"][:]):
+            with pytest.raises(CorruptDataError, match=rf"^{where}: (tensor 'z': )?z/c/0/0: a dam"):
+                read()
+
+    # A zip written to a stream (entries with data descriptors, flag bit 3) still reads.
+    class Stream(io.RawIOBase):
+        def __init__(self, f: Any) -> None:
+            self.f = f
+
+        def writable(self) -> bool:
+            return True
+
+        def write(self, b: Any) -> int:
+            return self.f.write(b)
+
+    streamed = tmp_path / "streamed.zarr.zip"
+    target.write_bytes(clean)
+    with (
+        zipfile.ZipFile(target) as src,
+        open(streamed, "wb") as f,
+        zipfile.ZipFile(Stream(f), "w") as dst,
+    ):
+        for info in src.infolist():
+            with src.open(info) as a, dst.open(info.filename, "w") as b:
+                b.write(a.read())
+    with zipfile.ZipFile(streamed) as z:
+        assert all(i.flag_bits & 0x08 for i in z.infolist())
+    with Reader(streamed) as r:
+        assert np.array_equal(r.read_tensor("x"), x)
+        r.verify()
+
+
+def test_a_shape_or_dtype_edited_in_zarr_json_is_an_error(tmp_path: Path) -> None:
+    """Shrinking a tensor's shape (or changing its dtype) in its zarr.json must not cut
+    it silently: its records (Writer and archive) say what the metadata must say."""
+    import scipy.sparse
+
+    from nncodecs import archive
+
+    x = np.arange(128 * 16, dtype=np.float32).reshape(128, 16)
+    sparse = scipy.sparse.random(30, 20, density=0.2, format="csr", random_state=3)
+    written = tmp_path / "w.zarr"
+    with Writer(written) as w:
+        for codec in ("raw", "zstd", "auto"):
+            w.add_tensor(codec, x, codec=codec)
+        w.add_tensor("sp", sparse)
+    archived = tmp_path / "a.zarr"
+    archive({"raw": x, "zstd": x, "auto": x}, archived, codec="zstd", progress=False)
+
+    def shrink(doc: dict) -> None:
+        doc["shape"] = [64, 16]
+
+    def retype(doc: dict) -> None:
+        doc["data_type"] = "int32"
+
+    for target in (written, archived):
+        for name, change in (("raw", shrink), ("zstd", retype), ("auto", shrink)):
+            edit_metadata(target, name, change)
+        with Reader(target) as r:
+            shrunk = r"shape \[64, 16\]"
+            for name, what in (("raw", shrunk), ("zstd", "dtype int32"), ("auto", shrunk)):
+                for read in (r.read_tensor, r.__getitem__, lambda n: r.read_tensor(n, check=True)):
+                    with pytest.raises(CorruptDataError, match=rf"^{target}: tensor '{name}'"):
+                        read(name)
+                    with pytest.raises(CorruptDataError, match=what):
+                        read(name)
+            with pytest.raises(CorruptDataError, match="tensor 'raw'"):
+                r.verify()
+    edit_metadata(written, "sp/indptr", lambda doc: doc.update(shape=[20]))
+    with (
+        Reader(written) as r,
+        pytest.raises(CorruptDataError, match=r"tensor 'sp' \(indptr\): .*shape \[20\]"),
+    ):
+        r.read_tensor("sp", to="scipy")
+
+
+RESERVED_NAMES = ["zarr.json", ".zarray", ".zattrs", ".zgroup", ".zmetadata", "c", "__init__",
+                  "", ".", "..", "%2E", "zarr%2Ejson", "zarr.json/zarr.json", "a/zarr.json",
+                  "x.0123456789abcdef0123456789abcdef.partial", "ZARR.JSON"]  # fmt: skip
+
+
+@pytest.mark.parametrize("container", ["m.zarr", "m.zarr.zip", "memory"])
+def test_names_zarr_reserves_round_trip(container: str, tmp_path: Path) -> None:
+    """A tensor named zarr.json (or .zarray, c, ...) is stored and read back under its
+    name; names escaped before are escaped as they were (old containers read)."""
+    from nncodecs.container.names import escape
+
+    target: Any = f"memory://nncodecs-names-{uuid.uuid4().hex}" if container == "memory" else (
+        tmp_path / container)  # fmt: skip
+    tensors = {n: np.full((3, 2), i, np.int32) for i, n in enumerate(RESERVED_NAMES)}
+    with Writer(target) as w:
+        for n, t in tensors.items():
+            w.add_tensor(n, t, codec="raw" if len(n) % 2 else "auto")
+        w.add_sparse_coo("zarr.json.sparse", np.array([[0], [1]]), np.ones(1, np.float32), (2, 2))
+    with Reader(target) as r:
+        assert r.keys() == [*RESERVED_NAMES, "zarr.json.sparse"]
+        for n, t in tensors.items():
+            assert np.array_equal(r.read_tensor(n), t), n
+        r.verify()
+    with Writer(target, mode="a") as w:
+        w.add_tensor("more", np.ones(2, np.float32))
+    with Reader(target) as r:
+        assert len(r) == len(RESERVED_NAMES) + 2
+    assert [escape(n) for n in ("", ".", "..", "__init__", "a/b", "50%", ".zarray")] == [
+        "%00", "%2E", "%2E.", "%5F_init__", "a%2Fb", "50%25", "%2Ezarray"]  # fmt: skip
 
 
 def test_a_forged_shape_allocates_nothing(tmp_path: Path) -> None:

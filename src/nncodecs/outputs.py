@@ -85,16 +85,28 @@ def remove_stale(target: Path) -> list[Path]:
     """Remove the temporaries of ``target`` left by writers that no longer run.
 
     Only names of the documented pattern, for this very target, are touched.
-    Returns what was removed.
+    A dead writer's ``.old`` (the previous output, renamed aside by
+    :func:`publish`) when nothing is at ``target`` is the previous output of
+    a replace killed between its two renames: it is renamed back to
+    ``target``, never deleted. Returns what was removed.
     """
-    removed = []
+    removed: list[Path] = []
     parent = target.parent
     if not parent.is_dir():
         return removed
+    stale = []
     for entry in parent.iterdir():
         m = _TEMP.match(entry.name)
-        if not m or m["name"] != target.name or _alive(int(m["pid"])):
-            continue
+        if m and m["name"] == target.name and not _alive(int(m["pid"])):
+            stale.append(entry)
+    olds = [e for e in stale if e.name.endswith(".old")]
+    if olds and not os.path.lexists(target):
+        newest = max(olds, key=lambda e: e.lstat().st_mtime_ns)
+        with contextlib.suppress(FileNotFoundError, FileExistsError, OSError):
+            os.rename(newest, target)  # (another run may have put it back first)
+            _fsync(parent)
+        stale.remove(newest)
+    for entry in stale:
         _remove(entry)
         removed.append(entry)
     return removed
@@ -254,12 +266,13 @@ def atomic_output(
     ('hello', ['a.txt'])
     """
     target = Path(target)
-    check_output(target, force, inputs)
+    check_output(target, force, inputs)  # (before touching anything: refused early)
     if not directory and target.is_dir() and not target.is_symlink():
         raise FileExistsError(f"{target}: exists (a directory); the output is a file")
     made = [d for d in target.parents if not d.exists()]  # removed again if the run fails
     target.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale(target)
+    remove_stale(target)  # (a previous output put back from .old is checked again below)
+    check_output(target, force, inputs)
     temp = temp_path(target)
     _remove(temp)  # a leftover of this very pid (a reused pid)
     if directory:

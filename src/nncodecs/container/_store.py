@@ -12,7 +12,9 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import struct
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -118,6 +120,55 @@ def _zip_problems(zf: zipfile.ZipFile) -> dict[str, str]:
 # -- reading: the checks every read gets --------------------------------------------
 
 
+class ZipEntries:
+    """Where each entry of a zip container lies, checked against its local header.
+
+    The zips nncodecs writes come from Python's ``zipfile`` on a seekable file:
+    entries are contiguous (local header, name, extra field, data; a data
+    descriptor only where flag bit 3 says so), the last one ending where the
+    central directory starts. A local header whose name differs from the
+    central directory's, or whose data would not end exactly there (a forged
+    extra-field length shifts the data), is a :class:`CorruptDataError`.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], zf: zipfile.ZipFile) -> None:
+        self.path, self.zf = str(path), zf
+        offsets = sorted({info.header_offset for info in zf.infolist()})
+        self._next = dict(zip(offsets, [*offsets[1:], zf.start_dir], strict=True))
+        self._spans: dict[str, tuple[int, int]] = {}
+
+    def span(self, key: str) -> tuple[int, int] | None:
+        """(offset, length) of an entry's stored bytes in the file; ``None`` if absent."""
+        if key in self._spans:
+            return self._spans[key]
+        try:
+            info = self.zf.getinfo(key)
+        except KeyError:
+            return None
+        with open(self.path, "rb") as f:
+            f.seek(info.header_offset)
+            header = f.read(30)
+            if len(header) < 30 or header[:4] != b"PK\x03\x04":
+                raise CorruptDataError(f"{key}: its local zip header is damaged")
+            flags, method = struct.unpack("<HH", header[6:10])
+            name_len, extra_len = struct.unpack("<HH", header[26:30])
+            if f.read(name_len) != info.orig_filename.encode("utf-8" if flags & 0x800 else "cp437"):
+                raise CorruptDataError(f"{key}: its local zip header names another entry")
+        if method != info.compress_type or (flags & 0x08) != (info.flag_bits & 0x08):
+            raise CorruptDataError(f"{key}: its local zip header disagrees with the directory")
+        start = info.header_offset + 30 + name_len + extra_len
+        end, following = start + info.compress_size, self._next[info.header_offset]
+        # A data descriptor (flag bit 3): CRC and sizes (4 or 8 bytes each), a signature or not.
+        gaps = (12, 16, 20, 24) if info.flag_bits & 0x08 else (0,)
+        if following - end not in gaps:
+            raise CorruptDataError(
+                f"{key}: its data would end at byte {end}, the next entry starts at "
+                f"{following} (a damaged local zip header)"
+            )
+        self._spans[key] = (start, info.compress_size)
+        return self._spans[key]
+
+
 @dataclass(frozen=True)
 class Strict:
     """A tensor's array whose every chunk was written (the ``chunks: "all"`` record)."""
@@ -143,20 +194,30 @@ class CheckedStore(WrapperStore):
         root = getattr(store, "root", None) if isinstance(store, LocalStore) else None
         self._root = os.path.realpath(root) if root is not None else None
         self._bad: dict[str, str] = {}
+        self.zip: ZipEntries | None = None
         if isinstance(store, ZipStore):
             if not store._is_open:
                 store._sync_open()
             self._bad = _zip_problems(store._zf)
+            self.zip = ZipEntries(store.path, store._zf)
 
     def _with_store(self, store: Any) -> CheckedStore:
         out = type(self)(store)
         out.strict = self.strict
         return out
 
+    def describe_error(self, key: str, why: object) -> CorruptDataError:
+        return CorruptDataError(f"{self._describe()}: {key}: {why}")
+
     def check_key(self, key: str) -> None:
         """Refuse a key that leaves the container or that a reader must not inflate."""
         if key in self._bad:
-            raise CorruptDataError(f"{self._describe()}: {key}: {self._bad[key]}")
+            raise self.describe_error(key, self._bad[key])
+        if self.zip is not None:
+            try:
+                self.zip.span(key)
+            except CorruptDataError as exc:
+                raise CorruptDataError(f"{self._describe()}: {exc}") from None
         if self._root is not None:
             real = os.path.realpath(os.path.join(self._root, key))
             if real != self._root and not real.startswith(self._root + os.sep):
@@ -184,7 +245,10 @@ class CheckedStore(WrapperStore):
 
     async def get(self, key: str, prototype: Any, byte_range: Any = None) -> Any:
         self.check_key(key)
-        buf = await self._store.get(key, prototype, byte_range)
+        try:
+            buf = await self._store.get(key, prototype, byte_range)
+        except (zipfile.BadZipFile, zlib.error, EOFError) as exc:  # a bad CRC, a cut entry
+            raise self.describe_error(key, f"a damaged zip entry ({exc})") from None
         found = self._strict_of(key)
         if found is None:
             return buf
@@ -220,6 +284,44 @@ class CheckedStore(WrapperStore):
 # -- writing: where the bytes go until a commit --------------------------------------
 
 
+def settle(timeout: float = 120.0) -> None:
+    """Wait for the tasks on Zarr's event loop to finish.
+
+    Zarr runs every write on its own event-loop thread; an exception raised in
+    the caller's thread while it waits (Ctrl-C, a signal handler) leaves those
+    writes running. Removing a temporary under them would let them recreate
+    part of it, so an abandoning writer waits for them first.
+    """
+    import asyncio
+
+    from zarr.core import sync as zsync
+
+    loop = zsync.loop[0]
+    if loop is None or loop.is_closed() or not loop.is_running():
+        return
+
+    async def drain() -> None:
+        me = asyncio.current_task()
+        others = [t for t in asyncio.all_tasks() if t is not me]
+        if others:
+            await asyncio.wait(others, timeout=timeout)
+
+    future = asyncio.run_coroutine_threadsafe(drain(), loop)
+    try:
+        future.result(timeout + 5)
+    except Exception:  # (best effort: the removal below retries)
+        future.cancel()
+
+
+def _remove_settled(path: Path) -> None:
+    """Remove a writer's temporary once no write into it is running (twice if one was)."""
+    settle()
+    _remove(path)
+    if os.path.lexists(path):  # a write still landed there: wait again, remove again
+        settle()
+        _remove(path)
+
+
 class Output:
     """Where a Writer writes: its store, and what ``commit`` / ``abandon`` / ``close`` do.
 
@@ -240,6 +342,7 @@ class Output:
 
     def abandon(self) -> None:
         """Drop what was not committed; leave the target as the last commit left it."""
+        settle()  # (writes an interrupt left running)
         self.close()
 
     def close(self) -> None:
@@ -314,9 +417,10 @@ class DirOutput(_LockedOutput):
 
     def abandon(self) -> None:
         try:
+            settle()  # (writes an interrupt left running, in place or not)
             self.store.close()
             if not self.in_place:
-                _remove(self.temp)
+                _remove_settled(self.temp)
         finally:
             self.lock.release()
 
@@ -392,7 +496,7 @@ class ZipOutput(_LockedOutput):
     def close(self) -> None:
         try:
             self.store.close()
-            _remove(self.temp)
+            _remove_settled(self.temp)
         finally:
             self.lock.release()
 

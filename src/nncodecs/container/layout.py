@@ -25,6 +25,8 @@ __all__ = [
     "VERSION",
     "chunking",
     "codec_settings",
+    "shape_problem",
+    "shape_records",
     "single_chunk_key",
 ]
 
@@ -48,6 +50,33 @@ CHUNKS_ALL = "all"
 UNCHECKED_CODECS = ("zstd", "raw")
 #: Every chunk is stored, even one of fill values only (so none is ever missing).
 ARRAY_CONFIG = {"write_empty_chunks": True}
+
+
+def shape_records(arr: Any) -> dict[str, Any]:
+    """The ``shape`` and ``dtype`` records of an array (what its Zarr metadata must say)."""
+    from nncodecs.dtypes import dtype_name
+
+    return {"shape": [int(d) for d in arr.shape], "dtype": dtype_name(arr.dtype)}
+
+
+def shape_problem(z: Any, attrs: Any) -> str | None:
+    """How an array's Zarr metadata contradicts its ``shape`` / ``dtype`` records
+    (``None``: it does not, or there are none, as in containers written before them)."""
+    from nncodecs.dtypes import dtype_name
+
+    if not isinstance(attrs, dict):
+        return None
+    shape, dtype = attrs.get("shape"), attrs.get("dtype")
+    if shape is not None and list(shape) != [int(d) for d in z.shape]:
+        return f"its zarr.json says shape {list(z.shape)}, its records {list(shape)}"
+    if dtype is not None:
+        try:
+            found = dtype_name(z.dtype)
+        except TypeError:
+            found = str(z.dtype)
+        if found != dtype:
+            return f"its zarr.json says dtype {found}, its records {dtype}"
+    return None
 
 
 def codec_settings(codec: str, level: int = 3) -> dict[str, Any]:

@@ -1,9 +1,14 @@
 """Reversible escaping of tensor names into Zarr node names.
 
 Zarr v3 node names may not contain ``/``, may not be ``.`` or ``..``, may not
-be empty and may not start with ``__``. Tensor names (``encoder.layer.0.weight``,
-GGUF's ``blk.0.attn_q.weight``) almost always pass unchanged; the rest are
+be empty and may not start with ``__``; nor may a node take the name of a
+metadata document Zarr reads or skips in a group's listing: ``zarr.json``
+(v3) and ``.zarray``, ``.zattrs``, ``.zgroup``, ``.zmetadata`` (v2, escaped
+by their leading dot). Tensor names (``encoder.layer.0.weight``, GGUF's
+``blk.0.attn_q.weight``) almost always pass unchanged; the rest are
 percent-escaped, and ``%`` itself is escaped so that the mapping is one to one.
+Escapes are only ever added: every name escapes as it always has, but
+``zarr.json`` (which no Writer could store before).
 
 >>> escape("encoder.layer.0.weight")
 'encoder.layer.0.weight'
@@ -11,6 +16,8 @@ percent-escaped, and ``%`` itself is escaped so that the mapping is one to one.
 ('model%2Flayers%2F0', 'model/layers/0')
 >>> escape("__init__"), escape(".."), escape("")
 ('%5F_init__', '%2E.', '%00')
+>>> escape("zarr.json"), escape(".zarray"), unescape(escape("zarr.json"))
+('zarr%2Ejson', '%2Ezarray', 'zarr.json')
 """
 
 from __future__ import annotations
@@ -29,6 +36,8 @@ def escape(name: str) -> str:
         out = "%5F" + out[1:]
     if out.startswith("."):  # "." and ".." (and, harmlessly, any leading dot)
         out = "%2E" + out[1:]
+    if out == "zarr.json":  # a node there would be the group's own metadata document
+        out = "zarr%2Ejson"
     return out
 
 

@@ -274,7 +274,8 @@ async def _finish(
     each container's order and metadata (every container at once, each in that order)."""
 
     def records(t: _Tensor, z: Any) -> dict[str, Any]:
-        out = {"name": t.name, "layout": "dense", "complete": True, "chunks": layout.CHUNKS_ALL}
+        out = {"name": t.name, "layout": "dense", "complete": True, "chunks": layout.CHUNKS_ALL,
+               "shape": list(t.shape), "dtype": dtype_name(t.dtype)}  # fmt: skip
         if crcs:
             out["crc32c"] = crcs.get(z.path, 0)  # (an empty tensor has no slab: CRC 0)
         return out
@@ -344,7 +345,8 @@ def archive(
                 named = Path(m.target.removeprefix("file://"))
                 check_output(named, overwrite)
                 locks.append(OutputLock(named).acquire())
-                remove_stale(named)
+                remove_stale(named)  # (may put back a previous container: checked again)
+                check_output(named, overwrite)
                 finals.append((temp_path(named), named))
                 m.target = str(finals[-1][0])
         result = _archive(models, storage_options, codec, chunk_bytes, scheduler, progress)

@@ -60,7 +60,7 @@ class Reader:
         if threads is not None:
             set_threads(threads)
         self._base, self._owned = open_store(target, "r", storage_options)
-        where = _describe(target)
+        where = self._where = _describe(target)
         try:
             self._store = CheckedStore(self._base)
             with warnings.catch_warnings():
@@ -93,6 +93,8 @@ class Reader:
         checked against their nodes, and the arrays whose every chunk is recorded."""
         # name -> (layout, the array or the sub-group, its attributes)
         self._entries: dict[str, tuple[str, Any, dict]] = {}
+        # name -> how its Zarr metadata contradicts its records (an error on every use)
+        self._damaged: dict[str, str] = {}
         nodes: dict[str, str] = {}
         for node, member in self._group.members():
             tattrs = member.attrs.get(layout.ATTRS_KEY)
@@ -112,6 +114,10 @@ class Reader:
             arrays = [(member, tattrs)] if kind == "dense" else [
                 (a, a.attrs.get(layout.ATTRS_KEY)) for _, a in member.arrays()]  # fmt: skip
             for z, zattrs in arrays:
+                problem = layout.shape_problem(z, zattrs)
+                if problem is not None and name not in self._damaged:
+                    part = "" if z is member else f" ({z.basename})"
+                    self._damaged[name] = f"tensor {name!r}{part}: {problem}"
                 if isinstance(zattrs, dict) and zattrs.get("chunks") == layout.CHUNKS_ALL:
                     strict = _strict(name, z)
                     if strict is not None:
@@ -133,6 +139,8 @@ class Reader:
     def __getitem__(self, name: str) -> Any:
         if name not in self._arrays:
             raise KeyError(f"no tensor {name!r} in the container ({len(self)} tensors)")
+        if name in self._damaged:
+            raise CorruptDataError(f"{self._where}: {self._damaged[name]}")
         return self._arrays[name]
 
     def layout(self, name: str) -> str:
@@ -167,7 +175,9 @@ class Reader:
             codec=_codec_names(z),
         )
 
-    def read_tensor(self, name: str, to: str = "numpy", device: str = "cpu") -> Any:
+    def read_tensor(
+        self, name: str, to: str = "numpy", device: str = "cpu", *, check: bool = False
+    ) -> Any:
         """The whole tensor as ``"numpy"``, ``"torch"`` or ``"cupy"``.
 
         A raw tensor in a directory or zip store comes back as a read-only
@@ -176,11 +186,19 @@ class Reader:
         its NumPy arrays (and ``shape``) otherwise; an MXFP4 / NVFP4 weight as
         its pair ``(blocks, scales)``.
 
+        Every tensor read into memory is checked whole: the weights codecs'
+        frames carry their own CRC32C, and tensors stored raw or with zstd
+        are checked against the CRC32C recorded at write (where recorded).
+        ``check=True`` also checks a memory-mapped raw tensor (reading it
+        once, whole); without it the map stays lazy. A mismatch is a
+        :class:`CorruptDataError` naming the tensor and the container.
+
         ``device="cuda"`` (or ``"cuda:N"``; dense tensors, ``to="torch"`` or
         ``"cupy"``) decodes on the GPU: the frames of all the tensor's chunks
         go to the device and decode there in one batch, straight into the
         tensor's memory (a CuPy array holds bfloat16 and float8 as their
-        bits). Tensors stored raw or with zstd are read on the host and copied.
+        bits). Tensors stored raw or with zstd are read on the host, checked
+        and copied.
         """
         if device != "cpu":
             return self._read_on_device(name, to, device)
@@ -192,8 +210,19 @@ class Reader:
             return _convert(np.empty(z.shape, z.dtype), to)
         mapped = self._memory_map(name) if to == "numpy" else None
         if mapped is not None:
+            if check:
+                self._check_crc(name, z, mapped)
             return mapped
-        return _convert(self._read_array(name, z), to)
+        value = self._read_array(name, z)
+        self._check_crc(name, z, value)
+        return _convert(value, to)
+
+    def _check_crc(self, name: str, z: Any, value: Any, part: str | None = None) -> None:
+        """A whole array's bytes against the CRC32C recorded at write (raw, zstd)."""
+        try:
+            _check_crc(name, z, value, part)
+        except CorruptDataError as exc:
+            raise self._error(name, exc) from None
 
     def _read_array(self, name: str, z: Any) -> np.ndarray:
         """A whole array, its declared size checked against what is stored first."""
@@ -203,8 +232,14 @@ class Reader:
             _check_size(z, self._store)
             return z[...]
         except CorruptDataError as exc:
-            msg = str(exc) if str(exc).startswith("tensor") else f"tensor {name!r}: {exc}"
-            raise CorruptDataError(msg) from exc
+            raise self._error(name, exc) from None
+
+    def _error(self, name: str, exc: Exception) -> CorruptDataError:
+        """A CorruptDataError saying ``<container>: tensor '<name>': what``."""
+        msg = str(exc).removeprefix(f"{self._where}: ")
+        if not msg.startswith("tensor "):
+            msg = f"tensor {name!r}: {msg}"
+        return CorruptDataError(f"{self._where}: {msg}")
 
     def to_dask(self, name: str | None = None) -> Any:
         """A dense tensor as a dask array over its Zarr array (its chunks read
@@ -237,7 +272,7 @@ class Reader:
         target = np.dtype(z.dtype)
         frames = _chunk_frames(z)
         if frames is None:  # not the weights codec: decoded on the host, then one copy
-            host = np.ascontiguousarray(self.read_tensor(name))
+            host = np.ascontiguousarray(self.read_tensor(name, check=True))
             flat = backend.to_device(host.reshape(-1).view(np.uint8))
             return backend.typed(flat, target, tuple(z.shape), to)
         chunk = math.prod(z.chunks) * target.itemsize
@@ -259,7 +294,10 @@ class Reader:
 
     def _read_composite(self, name: str, kind: str, to: str) -> Any:
         _, group, attrs = self._entries[name]
-        parts = {part: self._read_array(name, arr) for part, arr in group.arrays()}
+        parts = {}
+        for part, arr in group.arrays():
+            parts[part] = self._read_array(name, arr)
+            self._check_crc(name, arr, parts[part], part)
         if kind in ("mxfp4", "nvfp4"):
             pair = (parts["blocks"], parts["scales"])
             return tuple(_convert(a, to) for a in pair) if to != "numpy" else pair
@@ -285,21 +323,24 @@ class Reader:
         endian = codecs[0].get("configuration", {}).get("endian", "little")
         if z.dtype.itemsize > 1 and endian != "little":
             return None
+        from zarr.storage import LocalStore, ZipStore
+
+        if not isinstance(self._base, LocalStore | ZipStore):
+            return None  # (an object store: read, not mapped)
         key = f"{z.path}/{layout.single_chunk_key(z.ndim)}"
-        self._store.check_key(key)
         try:
-            located = _locate(self._base, key)
+            self._store.check_key(key)  # (a zip entry: its local header checked too)
+            located = _locate(self._store, key)
         except CorruptDataError as exc:
-            raise CorruptDataError(f"tensor {name!r}: {exc}") from None
+            raise self._error(name, exc) from None
         if located is None:
             if z.path in self._store.strict:
-                raise CorruptDataError(f"tensor {name!r}: chunk {key} is missing")
+                raise self._error(name, CorruptDataError(f"chunk {key} is missing"))
             return None
         path, offset, length = located
         if length != z.nbytes:
-            raise CorruptDataError(
-                f"tensor {name!r}: its raw chunk holds {length} bytes, its shape says {z.nbytes}"
-            )
+            raise self._error(name, CorruptDataError(
+                f"its raw chunk holds {length} bytes, its shape says {z.nbytes}"))  # fmt: skip
         return np.memmap(path, dtype=z.dtype, mode="r", offset=offset, shape=tuple(z.shape))
 
     def read_into(self, name: str, out: np.ndarray) -> np.ndarray:
@@ -312,23 +353,18 @@ class Reader:
                 f"tensor {name!r} is {z.dtype}{tuple(z.shape)}, "
                 f"out is {out.dtype}{tuple(out.shape)}"
             )
-        out[...] = self.read_tensor(name)
+        out[...] = self.read_tensor(name, check=True)
         return out
 
     def verify(self) -> None:
         """Decode every tensor, checking every frame's CRC32C and, for tensors
-        stored raw or with zstd, the CRC32C of the whole tensor (where recorded).
+        stored raw or with zstd, the CRC32C of the whole tensor (where recorded):
+        ``read_tensor(name, check=True)`` of each.
 
         Raises CorruptDataError naming the first bad tensor.
         """
         for name in self._order:
-            value = self.read_tensor(name)
-            kind, member, _ = self._entries[name]
-            if kind == "dense":
-                _check_crc(name, member, value)
-            else:
-                for part, z in member.arrays():
-                    _check_crc(name, z, self._read_array(name, z), part)
+            self.read_tensor(name, check=True)
 
     def close(self) -> None:
         if self._owned:
@@ -528,38 +564,27 @@ def _codec_names(z: Any) -> str:
     return "+".join(names)
 
 
-def _locate(store: Any, key: str) -> tuple[str, int, int] | None:
-    """(file, offset, length) of a key's bytes when they lie uncompressed in a local file."""
+def _locate(checked: CheckedStore, key: str) -> tuple[str, int, int] | None:
+    """(file, offset, length) of a key's bytes when they lie uncompressed in a local file
+    (a zip entry's span checked against its local header, see ZipEntries)."""
     from zarr.storage import LocalStore, ZipStore
 
+    store = checked._store
     if isinstance(store, LocalStore):
         path = Path(store.root) / key
         return (str(path), 0, path.stat().st_size) if path.is_file() else None
-    if isinstance(store, ZipStore):
-        import struct
+    if isinstance(store, ZipStore) and checked.zip is not None:
         import zipfile
 
-        if not store._is_open:
-            store._sync_open()
-        try:
-            info = store._zf.getinfo(key)
-        except KeyError:
+        span = checked.zip.span(key)
+        if span is None:
             return None
-        if info.compress_type != zipfile.ZIP_STORED:
-            raise CorruptDataError(f"{key}: a compressed chunk entry (chunk entries are stored)")
-        size = os.path.getsize(store.path)
-        with open(store.path, "rb") as f:
-            f.seek(info.header_offset)
-            header = f.read(30)
-            if len(header) < 30 or header[:4] != b"PK\x03\x04":
-                raise CorruptDataError(f"{key}: its local zip header is damaged")
-            name_len, extra_len = struct.unpack("<HH", header[26:30])
-            if f.read(name_len) != key.encode():
-                raise CorruptDataError(f"{key}: its local zip header names another entry")
-        start = info.header_offset + 30 + name_len + extra_len
-        if start + info.file_size > size:
-            raise CorruptDataError(f"{key}: its bytes pass the end of the zip")
-        return str(store.path), start, info.file_size
+        if checked.zip.zf.getinfo(key).compress_type != zipfile.ZIP_STORED:
+            raise checked.describe_error(key, "a compressed chunk entry (chunk entries are stored)")
+        start, length = span
+        if start + length > os.path.getsize(store.path):
+            raise checked.describe_error(key, "its bytes pass the end of the zip")
+        return str(store.path), start, length
     return None
 
 
@@ -587,8 +612,7 @@ def merge(
                 for name in r:
                     kind = r.layout(name)
                     if kind in ("mxfp4", "nvfp4"):
-                        w.add_quantized(name, *r.read_tensor(name), scheme=kind)
+                        w.add_quantized(name, *r.read_tensor(name, check=True), scheme=kind)
                     else:
-                        w.add_tensor(
-                            name, r.read_tensor(name, to="scipy" if kind != "dense" else "numpy")
-                        )
+                        to = "scipy" if kind != "dense" else "numpy"
+                        w.add_tensor(name, r.read_tensor(name, to=to, check=True))

@@ -324,7 +324,14 @@ class Writer:
         self._write_group_attrs()
 
     async def _write_all(self, items: list[tuple[str, np.ndarray, str | None]]) -> None:
-        await asyncio.gather(*(self._write(name, arr, codec) for name, arr, codec in items))
+        # Every write finishes (or fails) before this returns: one that failed must not
+        # leave the others running into a temporary that is about to be removed.
+        results = await asyncio.gather(
+            *(self._write(name, arr, codec) for name, arr, codec in items), return_exceptions=True
+        )
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
 
     async def _write(self, name: str, arr: np.ndarray, codec: str | None) -> None:
         node = escape(name)
@@ -461,9 +468,10 @@ class Writer:
 
 
 def _records(arr: np.ndarray, codec: str) -> dict[str, Any]:
-    """A tensor's integrity records (see layout): every chunk written, and for
-    codecs without a checksum of their own (raw, zstd) the CRC32C of its bytes."""
-    out: dict[str, Any] = {"chunks": layout.CHUNKS_ALL}
+    """A tensor's integrity records (see layout): every chunk written, its shape and
+    dtype (a Reader compares them with the Zarr metadata), and for codecs without a
+    checksum of their own (raw, zstd) the CRC32C of its bytes."""
+    out: dict[str, Any] = {"chunks": layout.CHUNKS_ALL, **layout.shape_records(arr)}
     if codec in layout.UNCHECKED_CODECS:
         out["crc32c"] = int(_core.crc32c(np.ascontiguousarray(arr).reshape(-1).view(np.uint8)))
     return out
