@@ -556,3 +556,25 @@ def test_a_forged_npz_header_allocates_nothing(tmp_path: Path) -> None:
     before = tree(tmp_path)
     one_line_error(run("compress", "bomb.npz", cwd=tmp_path), "bomb.npz", "declares")
     assert tree(tmp_path) == before
+
+
+@pytest.mark.parametrize("codec", ["raw", "zstd"])
+def test_a_corrupt_raw_or_zstd_tensor_never_reaches_an_output(work: Path, codec: str) -> None:
+    r = run("compress", "m.safetensors", "-o", "f.zarr", "--codec", codec, "-q", cwd=work)
+    assert r.returncode == 0, r.stderr
+    chunk = max((p for p in (work / "f.zarr" / "a.weight").rglob("*") if p.name != "zarr.json"
+                 and p.is_file()), key=lambda p: p.stat().st_size)  # fmt: skip
+    data = bytearray(chunk.read_bytes())
+    data[len(data) // 2] ^= 0x55
+    chunk.write_bytes(bytes(data))
+    before = tree(work)
+    for args in (
+        ("decompress", "f.zarr", "-o", "f.npz"),
+        ("convert", "f.zarr", "-o", "f2.zarr"),
+        ("merge", "f.zarr", "-o", "f3.zarr.zip"),
+        ("convert", "f.zarr", "-o", "f.npz"),
+    ):
+        r = run(*args, cwd=work)
+        assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1, (args, r.stderr)
+        assert "a.weight" in r.stderr or "zstd" in r.stderr, r.stderr
+    assert tree(work) == before

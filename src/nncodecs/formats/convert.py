@@ -180,7 +180,7 @@ def iter_source(path: str | Path, fmt: str | None = None) -> Iterator[tuple[str,
     elif fmt == "container":
         with Reader(path) as r:
             for name in r:
-                yield name, r.read_tensor(name)
+                yield name, r.read_tensor(name, check=True)
     else:
         raise ValueError(f"{path}: reading {fmt} is not supported yet")
 
@@ -632,7 +632,7 @@ def _write_gguf(r: Reader, out: Path) -> None:
             f.write(gap)
             if f.tell() != start or r.info(name).nbytes != size:
                 raise CorruptDataError(f"tensor {name!r} does not fit its place in the GGUF file")
-            f.write(np.asarray(r.read_tensor(name)).tobytes())
+            f.write(np.asarray(r.read_tensor(name, check=True)).tobytes())
         f.write(gaps[-1])
 
 
@@ -773,7 +773,7 @@ def _stream(r: Reader, names: list[str], progress: Progress | None) -> Iterator[
     total = sum(r.info(n).nbytes for n in r) or 1
     done = 0
     for name in names:
-        arr = r.read_tensor(name)
+        arr = r.read_tensor(name, check=True)
         done += arr.nbytes
         if progress:
             progress(min(done, total), total)

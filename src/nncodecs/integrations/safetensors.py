@@ -78,7 +78,7 @@ class safe_open:
         return dict(self._reader.metadata) or None
 
     def get_tensor(self, name: str) -> Any:
-        return self._convert(self._reader.read_tensor(name))
+        return self._convert(self._reader.read_tensor(name, check=True))
 
     def get_slice(self, name: str) -> _Slice:
         return _Slice(self, name)

@@ -48,7 +48,7 @@ def load_state_dict(path: Any, device: str = "cpu") -> dict[str, Any]:
         for name in order:
             if name in tied:
                 continue
-            tensor = r.read_tensor(name, to="torch")
+            tensor = r.read_tensor(name, to="torch", check=True)
             out[name] = tensor if device == "cpu" else tensor.to(device)
         for name, target in tied.items():
             out[name] = out[target]
