@@ -140,6 +140,24 @@ def stated_dtype(buf: Any) -> str | None:
     return None if name == "bytes" else name
 
 
+def _check_out_type(stated: Any, out_dtype: np.dtype, configured: Any) -> None:
+    """A typed ``out`` is an expectation, like the codec's ``dtype``: a frame of another
+    element type is corrupt for it. A byte buffer (uint8, int8, raw void) takes any frame."""
+    if configured is not None:
+        return
+    try:
+        wanted = dtype_name(out_dtype)  # (bfloat16 and float8 are typed, though kind "V")
+    except TypeError:
+        return  # a raw buffer
+    if wanted in ("uint8", "int8"):
+        return
+    if wanted != dtype_name(normalize_dtype(stated)):
+        raise CorruptDataError(
+            f"{CODEC_ID}: the frame holds {dtype_name(normalize_dtype(stated))} elements, "
+            f"out is {wanted}"
+        )
+
+
 def decode_weights(
     buf: Any, dtype: Any, count: int | None, out: Any = None, threads: int | None = None
 ) -> Any:
@@ -255,6 +273,7 @@ class NumcodecsWeights(NumcodecsParams, Codec):
                 )
             dtype = dtype_name(as_array(out).dtype)
         if out is not None:
+            _check_out_type(dtype, as_array(out).dtype, self.dtype)
             itemsize = normalize_dtype(dtype).itemsize
             count, rem = divmod(as_array(out).nbytes, itemsize)
             if rem:
