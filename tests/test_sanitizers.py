@@ -37,26 +37,16 @@ def runtime_library(cxx: str, name: str) -> str:
                           check=True).stdout.strip()  # fmt: skip
 
 
+def build_driver(exe: Path, flags: list[str], driver: list[Path]) -> None:
+    """A C++ driver linked with the kernels' sources, built with ``flags``."""
+    cmd = [compiler(), "-std=c++17", "-O1", "-g", *flags, f"-I{ROOT / 'cpp' / 'include'}",
+           *SOURCES, *map(str, driver), "-o", str(exe), "-lpthread"]  # fmt: skip
+    subprocess.run(cmd, check=True)
+
+
 def test_fuzz_driver_under_sanitizers(tmp_path: Path) -> None:
-    cxx = compiler()
     exe = tmp_path / "driver"
-    subprocess.run(
-        [
-            cxx,
-            "-std=c++17",
-            "-O1",
-            "-g",
-            *SANITIZE,
-            f"-I{ROOT / 'cpp' / 'include'}",
-            *SOURCES,
-            str(ROOT / "fuzz" / "fuzz_frame.cpp"),
-            str(ROOT / "fuzz" / "driver.cpp"),
-            "-o",
-            str(exe),
-            "-lpthread",
-        ],
-        check=True,
-    )
+    build_driver(exe, SANITIZE, [ROOT / "fuzz" / "fuzz_frame.cpp", ROOT / "fuzz" / "driver.cpp"])
     result = subprocess.run([str(exe), "4000", "7"], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-4000:]
     assert "no fault" in result.stdout
@@ -65,24 +55,8 @@ def test_fuzz_driver_under_sanitizers(tmp_path: Path) -> None:
 def test_threads_driver_under_thread_sanitizer(tmp_path: Path) -> None:
     # A C++ driver rather than Python with libtsan preloaded: the interpreter
     # is not instrumented, and its own threads would need suppressions.
-    cxx = compiler()
     exe = tmp_path / "threads_driver"
-    subprocess.run(
-        [
-            cxx,
-            "-std=c++17",
-            "-O1",
-            "-g",
-            "-fsanitize=thread",
-            f"-I{ROOT / 'cpp' / 'include'}",
-            *SOURCES,
-            str(ROOT / "tests" / "cpp" / "threads_driver.cpp"),
-            "-o",
-            str(exe),
-            "-lpthread",
-        ],
-        check=True,
-    )
+    build_driver(exe, ["-fsanitize=thread"], [ROOT / "tests" / "cpp" / "threads_driver.cpp"])
     env = dict(os.environ, TSAN_OPTIONS="halt_on_error=1:exitcode=66:second_deadlock_stack=1")
     # 10 rounds of 8 callers, tensors up to 1 MiB: a few seconds under TSan.
     result = subprocess.run([str(exe), "10", "8", str(1 << 20), "1"], capture_output=True,
