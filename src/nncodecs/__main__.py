@@ -2,6 +2,10 @@
 
 import sys
 
-from nncodecs.cli import main
+try:
+    from nncodecs.cli import main
+except KeyboardInterrupt:  # Ctrl-C while Python is still importing
+    print("nncodecs: interrupted", file=sys.stderr)
+    sys.exit(130)
 
 sys.exit(main())

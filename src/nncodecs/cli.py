@@ -278,7 +278,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
     from nncodecs.formats.convert import merge_containers
 
     src, out = Path(args.input), args.output
-    to_file = args.format is not None or Path(out).suffix in WRITE_FORMATS
+    to_file = args.format is not None or Path(out).suffix.lower() in WRITE_FORMATS
     if detect_format(src) == "container":
         if not to_file:
             merge_containers([src], out, codec=args.codec, force=args.force)
@@ -419,6 +419,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command; errors are one line on stderr: exit 1, or 2 for a usage error."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    _terminate_as_interrupt()
     try:
         return args.fn(args)
     except KeyboardInterrupt:
@@ -433,6 +434,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"nncodecs: {kind}: {_with_path(text, exc, args)}", file=sys.stderr)
         _quiet_exit()
         return 1
+
+
+def _terminate_as_interrupt() -> None:
+    """SIGTERM (a kill, a scheduler's stop) ends the run as Ctrl-C does: the output is
+    not published, its temporary and lock are removed, one line is printed."""
+    import signal
+    import threading
+
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, stop)
 
 
 def _with_path(text: str, exc: Exception, args: argparse.Namespace) -> str:

@@ -41,6 +41,7 @@ __all__ = [
     "is_container_dir",
     "is_url",
     "lock_path",
+    "made_parents",
     "publish",
     "remove_stale",
     "temp_path",
@@ -241,6 +242,28 @@ def publish(temp: Path, target: Path, force: bool = False) -> None:
     _fsync(target.parent)
 
 
+def _missing_parents(target: Path) -> list[Path]:
+    return [d for d in target.parents if not d.exists()]  # deepest first
+
+
+def _remove_dirs(dirs: list[Path]) -> None:
+    for d in dirs:  # deepest first; only while empty
+        with contextlib.suppress(OSError):
+            d.rmdir()
+
+
+@contextlib.contextmanager
+def made_parents(target: Path | None) -> Iterator[None]:
+    """Around a run that may create ``target``'s missing parent directories (a Writer
+    does): if it fails, the directories it made are removed again (when still empty)."""
+    made = _missing_parents(Path(target)) if target is not None else []
+    try:
+        yield
+    except BaseException:
+        _remove_dirs(made)
+        raise
+
+
 @contextlib.contextmanager
 def atomic_output(
     target: str | os.PathLike[str],
@@ -269,7 +292,7 @@ def atomic_output(
     check_output(target, force, inputs)  # (before touching anything: refused early)
     if not directory and target.is_dir() and not target.is_symlink():
         raise FileExistsError(f"{target}: exists (a directory); the output is a file")
-    made = [d for d in target.parents if not d.exists()]  # removed again if the run fails
+    made = _missing_parents(target)  # removed again if the run fails
     target.parent.mkdir(parents=True, exist_ok=True)
     remove_stale(target)  # (a previous output put back from .old is checked again below)
     check_output(target, force, inputs)
@@ -282,9 +305,7 @@ def atomic_output(
         publish(temp, target, force)
     except BaseException as exc:
         _remove(temp)
-        for d in made:  # deepest first
-            with contextlib.suppress(OSError):
-                d.rmdir()
+        _remove_dirs(made)
         if str(temp) in str(exc) and len(exc.args) == 1 and isinstance(exc.args[0], str):
             exc.args = (exc.args[0].replace(str(temp), str(target)),)  # the user's name
         raise

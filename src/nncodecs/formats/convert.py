@@ -14,6 +14,7 @@ import math
 import os
 import sys
 import zipfile
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ from nncodecs.formats.safetensors import (
     safetensors_header,
     write_safetensors,
 )
-from nncodecs.outputs import atomic_output, check_output, is_url
+from nncodecs.outputs import atomic_output, check_output, is_url, made_parents
 
 __all__ = [
     "READ_FORMATS",
@@ -299,10 +300,13 @@ def _onnx_tensors(path: Path) -> Iterator[tuple[str, np.ndarray]]:
                 f"{path}: sparse initializer {sparse.values.name!r} cannot be stored yet; "
                 "nothing was written"
             )
+        names = Counter(n.name for n in graph.node)
         for i, node in enumerate(graph.node):
             if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
                 yield from constant(node, scope)
-            where = f"{scope}{node.name or f'{node.op_type}_{i}'}"
+            # (a node's name where it is one of a kind, else its type and place)
+            unique = node.name and names[node.name] == 1
+            where = f"{scope}{node.name if unique else f'{node.op_type}_{i}'}"
             for attr in node.attribute:
                 if attr.type == onnx.AttributeProto.GRAPH:
                     yield from walk(attr.g, f"{where}.{attr.name}/")
@@ -529,6 +533,19 @@ def _container_name(path: Path) -> None:
         raise ValueError(f"{path}: a model file's name, not a container's ({hint})")
 
 
+def _model_file_name(path: Path) -> None:
+    """A restored model file is never written under a container's name, nor under the
+    suffix of a format nncodecs does not write (``-o y.onnx`` would hold safetensors)."""
+    name = path.name.lower()
+    if name.endswith((".zarr", ".zip")) or (
+        path.suffix.lower() in MODEL_SUFFIXES and path.suffix.lower() not in WRITE_FORMATS
+    ):
+        raise ValueError(
+            f"{path}: not a name for a restored model file (nncodecs writes "
+            f"{', '.join(WRITE_FORMATS)})"
+        )
+
+
 def compress(
     source: str | Path,
     target: Any,
@@ -559,7 +576,7 @@ def compress(
     if chunk_bytes:
         kwargs["chunk_bytes"] = chunk_bytes
     meta = source_metadata(source, fmt)
-    with Writer(target, overwrite=force, **kwargs) as w:
+    with made_parents(local), Writer(target, overwrite=force, **kwargs) as w:
         w.metadata.update(meta)
         if fmt.startswith("safetensors"):
             files, _ = _safetensors_files(source)
@@ -744,10 +761,11 @@ def decompress(
     _one_malloc_arena()
     if is_url(str(out)):
         raise ValueError(f"{out}: restored files are written to a local path, not a URL")
-    out = Path(out)
+    out = Path(str(out).removeprefix("file://"))
+    _model_file_name(out)
     with Reader(container) as r:
         source = r.metadata.get("source.format")
-        fmt = fmt or WRITE_FORMATS.get(out.suffix) or default_format(r.metadata)
+        fmt = fmt or WRITE_FORMATS.get(out.suffix.lower()) or default_format(r.metadata)
         if fmt not in WRITE_FORMATS.values():
             raise ValueError(f"cannot write {fmt!r}: choose {', '.join(WRITE_FORMATS.values())}")
         if fmt == "gguf" and (source != "gguf" or "source.gguf.ranges" not in r.metadata):
@@ -860,8 +878,9 @@ def convert_file(
     ``fmt``): tensors stream through, no container. Returns the format written."""
     if is_url(str(out)):
         raise ValueError(f"{out}: model files are written to a local path, not a URL")
-    source, out = Path(source), Path(out)
-    fmt = fmt or WRITE_FORMATS.get(out.suffix)
+    source, out = Path(source), Path(str(out).removeprefix("file://"))
+    _model_file_name(out)
+    fmt = fmt or WRITE_FORMATS.get(out.suffix.lower())
     if fmt not in ("safetensors", "npz"):
         raise ValueError(f"{out}: a model file is converted to .safetensors or .npz")
     with atomic_output(out, force, inputs=(source,)) as tmp:
@@ -924,4 +943,5 @@ def merge_containers(
     for source in sources:
         with Reader(source) as r:
             metas.append(dict(r.metadata))
-    merge(sources, target, codec=codec, metadata=merged_metadata(metas), overwrite=force)
+    with made_parents(local):
+        merge(sources, target, codec=codec, metadata=merged_metadata(metas), overwrite=force)
