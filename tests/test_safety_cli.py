@@ -268,7 +268,11 @@ def test_an_interrupt_is_one_line(tmp_path: Path, real_weights: dict, signame: s
         [sys.executable, "-m", "nncodecs", "compress", "model.safetensors", "-o", "k.zarr"],
         cwd=tmp_path, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    time.sleep(1.8)
+    deadline = time.monotonic() + 60
+    while not any(".k.zarr.nncodecs-" in n for n in os.listdir(tmp_path)):  # writing now
+        assert time.monotonic() < deadline and proc.poll() is None, "never started writing"
+        time.sleep(0.02)
+    time.sleep(0.3)
     proc.send_signal(getattr(signal, signame))
     _, err = proc.communicate(timeout=120)
     if proc.returncode == 130:
