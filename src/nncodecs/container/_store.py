@@ -361,17 +361,22 @@ class StoreOutput(Output):
 class _LockedOutput(Output):
     local = True
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, mode: str, overwrite: bool) -> None:
         if path.is_symlink():
             raise FileExistsError(f"{path}: a link; nncodecs never writes through a link")
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
-        self.lock = OutputLock(path).acquire()
-        try:
+        self.lock = OutputLock(path)
+        try:  # (one try from the lock on: an exception anywhere, a signal's too, releases it)
+            self.lock.acquire()
             remove_stale(path)
+            self._open(mode, overwrite)
         except BaseException:
             self.lock.release()
             raise
+
+    def _open(self, mode: str, overwrite: bool) -> None:
+        raise NotImplementedError
 
     def close(self) -> None:
         try:
@@ -385,26 +390,26 @@ class DirOutput(_LockedOutput):
     and renamed into place at its first commit; an existing one (mode ``"a"``)
     is written in place, under the lock."""
 
-    def __init__(self, path: Path, mode: str, overwrite: bool) -> None:
-        super().__init__(path)
-        try:
-            self.overwrite = overwrite
-            if mode == "a":
-                if not (path / "zarr.json").is_file():
-                    raise FileNotFoundError(f"{path}: no container to append to")
-                _tidy(path)
-                self.in_place = True
-                self.store = LocalStore(path)
-            else:
-                check_output(path, overwrite)
-                self.temp = temp_path(path)
-                _remove(self.temp)  # a leftover of this very pid (a reused pid)
+    def _open(self, mode: str, overwrite: bool) -> None:
+        path = self.path
+        self.overwrite = overwrite
+        if mode == "a":
+            if not (path / "zarr.json").is_file():
+                raise FileNotFoundError(f"{path}: no container to append to")
+            _tidy(path)
+            self.in_place = True
+            self.store = LocalStore(path)
+        else:
+            check_output(path, overwrite)
+            self.temp = temp_path(path)
+            _remove(self.temp)  # a leftover of this very pid (a reused pid)
+            try:
                 self.temp.mkdir()
                 self.in_place = False
                 self.store = LocalStore(self.temp)
-        except BaseException:
-            self.lock.release()
-            raise
+            except BaseException:
+                _remove(self.temp)
+                raise
 
     def commit(self) -> bool:
         if self.in_place:
@@ -458,16 +463,16 @@ class ZipOutput(_LockedOutput):
     zip unpacked there in mode ``"a"``); each commit writes
     ``.NAME.nncodecs-PID.tmp/new.zip`` and renames it over the target."""
 
-    def __init__(self, path: Path, mode: str, overwrite: bool) -> None:
-        super().__init__(path)
+    def _open(self, mode: str, overwrite: bool) -> None:
+        path = self.path
+        if mode == "a" and not path.is_file():
+            raise FileNotFoundError(f"{path}: no container to append to")
+        if mode == "w":
+            check_output(path, overwrite)
+        self.force = overwrite or mode == "a"
+        self.temp = temp_path(path)
+        _remove(self.temp)
         try:
-            if mode == "a" and not path.is_file():
-                raise FileNotFoundError(f"{path}: no container to append to")
-            if mode == "w":
-                check_output(path, overwrite)
-            self.force = overwrite or mode == "a"
-            self.temp = temp_path(path)
-            _remove(self.temp)
             staging = self.temp / "store"
             staging.mkdir(parents=True)
             if mode == "a":
@@ -475,8 +480,7 @@ class ZipOutput(_LockedOutput):
             self.in_place = False
             self.store = LocalStore(staging)
         except BaseException:
-            _remove(getattr(self, "temp", Path("/nonexistent")))
-            self.lock.release()
+            _remove(self.temp)
             raise
 
     def commit(self) -> bool:

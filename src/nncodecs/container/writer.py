@@ -117,15 +117,15 @@ class Writer:
         if overwrite and mode != "w":
             raise ValueError("overwrite goes with mode 'w'")
         self._closed = True  # until the output is open
-        self._output: Output = open_output(target, mode, bool(overwrite), storage_options)
-        self._store = self._output.store
         self._names: list[str] = []  # committed and pending, in order
         self._pending: list[tuple[str, np.ndarray, str | None]] = []
         self._pending_bytes = 0
         self.metadata: dict[str, str] = {}
         # Whether this container records every chunk written and CRCs (all its tensors do).
         self._records = True
-        try:
+        self._output: Output = open_output(target, mode, bool(overwrite), storage_options)
+        try:  # (right after the output is open: any exception abandons it, lock and all)
+            self._store = self._output.store
             if mode == "a":
                 from nncodecs.container.reader import Reader
 
