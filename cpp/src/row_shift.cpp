@@ -30,25 +30,21 @@ void shift_rows(std::uint8_t* p, std::size_t m, std::uint64_t first, const RowSh
   }
 }
 
-// Where the exponent field lies in an element (before the reorder): its
-// lowest bit and its width, at most the 8 that the last plane holds
-
 namespace {
 
-// `bits` bits of the last plane's byte.
+// Where the exponent field lies in an element (before the reorder): its
+// lowest bit and its width, at most the 8 that the last plane holds
+// (float64: its top 8 of 11), from the layout's width and mantissa bits.
+// After the reorder that field is the top `bits` bits of the last plane's
+// byte.
 struct ExponentField {
   unsigned shift, bits;
 };
 ExponentField exponent_field(Layout layout) {
-  switch (layout) {
-    case Layout::f64: return {55, 8};
-    case Layout::f32: return {23, 8};
-    case Layout::bf16: return {7, 8};
-    case Layout::f16: return {10, 5};
-    case Layout::f8_e4m3: return {3, 4};
-    case Layout::f8_e5m2: return {2, 5};
-    default: return {0, 0};
-  }
+  if (layout == Layout::none) return {0, 0};
+  const unsigned m = layout_mantissa_bits(layout);
+  const unsigned e = static_cast<unsigned>(layout_width(layout)) * 8 - 1 - m;
+  return e > 8 ? ExponentField{m + e - 8, 8} : ExponentField{m, e};
 }
 
 // A row's offset comes from a sample of it: the first 64 bytes' worth of

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "nncodecs/gpu_structs.h"
 #include "nncodecs/status.h"
 #include "nncodecs/transform.h"
 
@@ -26,7 +27,7 @@ enum class Coder : int { rans = 1, huffman = 2, automatic = 3 };
 // How one chunk of one plane is stored.
 enum class ChunkMode : std::uint8_t { raw = 0, constant = 1, rans = 2, huffman = 3, zstd = 4 };
 
-constexpr std::size_t kChunkLog2 = 18;  // symbols of one plane per chunk
+// kChunkLog2 (symbols of one plane per chunk): gpu_structs.h, shared with the GPU kernels.
 constexpr std::size_t kChunkSymbols = std::size_t(1) << kChunkLog2;
 constexpr std::uint8_t kFrameVersion = 1;
 // Version 2: version 1 plus per-row offsets of the last plane (a row shift).
