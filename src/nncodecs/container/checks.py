@@ -90,10 +90,9 @@ def chunk_frames(z: Any, fill: bool = True) -> list[Any] | None:
     in order, as the Writer lays them out (see :func:`storage.grid`); ``None``
     for any other codec or layout. A chunk never written (all fill value) gets
     a frame of fill values, encoded here (without ``fill``: ``None``)."""
-    inner = storage.inner_codecs(z)
-    if inner is None:
+    codecs = storage.inner_codecs(z)
+    if codecs is None:
         return None
-    codecs = inner[0]
     names = [c["name"] for c in codecs]
     if names != [Weights.codec_id] and (fill or names != ["bytes", "zstd"]):
         return None

@@ -9,6 +9,7 @@ from typing import Any, Self
 import numpy as np
 
 from nncodecs.codecs._shell import set_threads
+from nncodecs.codecs.device import decode_chunks_on_device, host_to_device
 from nncodecs.container import layout, storage
 from nncodecs.container._store import CheckedStore, Strict, describe_target, open_store
 from nncodecs.container.arrays import convert
@@ -56,7 +57,6 @@ class Reader:
             raise
         self._check_members()
         self.metadata: dict[str, str] = dict(attrs.get("metadata", {}))
-        self._records = attrs.get("records") == layout.RECORDS
         self._order = layout.tensor_order(attrs, self._entries)
 
     def _check_members(self) -> None:
@@ -206,8 +206,6 @@ class Reader:
         return da.from_zarr(self[name])
 
     def _read_on_device(self, name: str, to: str, device: str) -> Any:
-        from nncodecs.codecs.device import decode_chunks_on_device, host_to_device
-
         if self.layout(name) != "dense":
             raise ValueError(
                 f"tensor {name!r} is {self.layout(name)}: device reads take dense ones"

@@ -79,6 +79,11 @@ class Grid:
     count: int  # chunks along the first (only chunked) axis
     per: int  # chunks per shard, 0 when unsharded
 
+    @property
+    def objects(self) -> int:
+        """The stored objects: shards, or chunks when unsharded."""
+        return -(-self.count // self.per) if self.per else self.count
+
     def inner(self, shard: int) -> int:
         """Chunks in shard ``shard`` (the last one may hold fewer)."""
         return min(self.per, self.count - shard * self.per)
@@ -127,17 +132,17 @@ def shard_index(tail: np.ndarray, per: int) -> ShardIndex | None:
     return ShardIndex(spans, crc_ok, int(tail.size - size))
 
 
-def inner_codecs(z: Any) -> tuple[list[dict], bool] | None:
-    """(the codecs of each chunk, whether the array is sharded); ``None`` for
+def inner_codecs(z: Any) -> list[dict] | None:
+    """The codecs of each chunk (inside its shard, if sharded); ``None`` for
     shards whose index is laid out otherwise than at the end, CRC32C-checked."""
     codecs = list(z.metadata.to_dict()["codecs"])
     if not (len(codecs) == 1 and codecs[0]["name"] == "sharding_indexed"):
-        return codecs, False
+        return codecs
     config = codecs[0]["configuration"]
     index = [c["name"] for c in config["index_codecs"]]
     if config["index_location"] != "end" or index != ["bytes", "crc32c"]:
         return None
-    return list(config["codecs"]), True
+    return list(config["codecs"])
 
 
 # -- batched reads and writes -----------------------------------------------------------
@@ -166,36 +171,35 @@ async def set_many(store: Any, items: Mapping[str, bytes]) -> None:
 
 
 def chunk_bytes(arrays: list[Any]) -> list[list[np.ndarray | None] | None]:
-    """The stored bytes of every chunk of each array, in grid order (``None``
-    for a chunk never written), every shard of every array read in one batch.
+    """The stored bytes of every chunk of each array (arrays of one store), in
+    grid order (``None`` for a chunk never written), every shard of every
+    array read in one batch.
 
     An array not laid out as nncodecs writes them (see :func:`grid`,
     :func:`inner_codecs`) gets ``None``. A shard whose index fails its
     CRC32C, or points past the shard's chunks, is a CorruptDataError."""
-    plans: list[tuple[Any, Grid, bool] | None] = []
+    plans: list[tuple[Any, Grid] | None] = []
     keys: list[str] = []
     for z in arrays:
-        g, inner = grid(z), inner_codecs(z)
-        if g is None or inner is None:
+        g = grid(z)
+        if g is None or inner_codecs(z) is None:
             plans.append(None)
             continue
-        sharded = inner[1]
-        plans.append((z, g, sharded))
-        objects = -(-g.count // g.per) if sharded else g.count
+        plans.append((z, g))
         ndim = len(z.shape)
-        keys += [_chunk_key(z, (i, *[0] * (ndim - 1)) if ndim else ()) for i in range(objects)]
+        keys += [_chunk_key(z, (i, *[0] * (ndim - 1)) if ndim else ()) for i in range(g.objects)]
     buffers = iter(read_many(arrays[0].store_path.store, keys) if keys else [])
     out: list[list[np.ndarray | None] | None] = []
     for plan in plans:
         if plan is None:
             out.append(None)
             continue
-        z, g, sharded = plan
-        if not sharded:
+        z, g = plan
+        if not g.per:
             out.append([_bytes_of(next(buffers)) for _ in range(g.count)])
             continue
         chunks: list[np.ndarray | None] = []
-        for s in range(-(-g.count // g.per)):
+        for s in range(g.objects):
             chunks += _shard_chunks(z, s, g, _bytes_of(next(buffers)))
         out.append(chunks)
     return out
