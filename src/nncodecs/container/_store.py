@@ -1,8 +1,8 @@
-"""Open what a user passes as a container target as a Zarr store, for reading.
+"""Open what a user passes as a container target as a Zarr store.
 
-:func:`open_store` opens a path, URL or store; :class:`CheckedStore` is a
-Reader's view of it (the integrity checks every read gets). Writers go
-through :mod:`nncodecs.container.output`.
+:func:`open_store` opens a path, URL or store (for readers and the parallel
+archive); :class:`CheckedStore` is a Reader's view of it (the integrity
+checks every read gets). Writers go through :mod:`nncodecs.container.output`.
 """
 
 from __future__ import annotations
@@ -84,6 +84,7 @@ def open_store(
 
 
 def open_zip(path: Path) -> ZipStore:
+    """A zip container, open for reading (a damaged zip is a CorruptDataError)."""
     if not zipfile.is_zipfile(path):
         raise NotAContainerError(f"{path}: not an nncodecs container (not a zip file)")
     store = ZipStore(path, mode="r")
