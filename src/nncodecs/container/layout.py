@@ -16,9 +16,11 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import zarr
 from zarr.codecs import ZstdCodec
 
+from nncodecs import _core
 from nncodecs.codecs.weights import Weights
 from nncodecs.container.names import escape, unescape
 from nncodecs.errors import CorruptDataError, NotAContainerError
@@ -39,6 +41,7 @@ __all__ = [
     "shape_records",
     "tensor_name",
     "tensor_order",
+    "tensor_records",
 ]
 
 ATTRS_KEY = "nncodecs"
@@ -68,6 +71,16 @@ def shape_records(arr: Any) -> dict[str, Any]:
     from nncodecs.dtypes import dtype_name
 
     return {"shape": [int(d) for d in arr.shape], "dtype": dtype_name(arr.dtype)}
+
+
+def tensor_records(arr: Any, codec: str) -> dict[str, Any]:
+    """A tensor's integrity records: every chunk written, its shape and dtype (a
+    Reader compares them with the Zarr metadata), and for codecs without a
+    checksum of their own (UNCHECKED_CODECS) the CRC32C of its bytes."""
+    out: dict[str, Any] = {"chunks": CHUNKS_ALL, **shape_records(arr)}
+    if codec in UNCHECKED_CODECS:
+        out["crc32c"] = int(_core.crc32c(np.ascontiguousarray(arr).reshape(-1).view(np.uint8)))
+    return out
 
 
 def shape_problem(z: Any, attrs: Any) -> str | None:

@@ -10,7 +10,6 @@ import numpy as np
 import zarr
 from zarr.core.sync import sync
 
-from nncodecs import _core
 from nncodecs.codecs._shell import set_threads
 from nncodecs.container import composite, layout, storage
 from nncodecs.container._store import CheckedStore, describe_target
@@ -230,7 +229,7 @@ class Writer:
             arr = np.ascontiguousarray(arr)
             if arr.size:
                 z[...] = arr
-            z.attrs[layout.ATTRS_KEY] = _records(arr, codec or self.codec)
+            z.attrs[layout.ATTRS_KEY] = layout.tensor_records(arr, codec or self.codec)
         sub.attrs[layout.ATTRS_KEY] = {"name": name, "layout": kind, "complete": True, **extra}
         self._names.append(name)
         self._write_group_attrs()
@@ -293,7 +292,7 @@ class Writer:
             await storage.set_many(store, {key: arr.tobytes()})
         # Only now is the tensor committed: a reader skips arrays without this.
         attrs = self._tensor_attrs(name, complete=True)
-        attrs.update(_records(arr, codec or self.codec))
+        attrs.update(layout.tensor_records(arr, codec or self.codec))
         await z.update_attributes({layout.ATTRS_KEY: attrs})
 
     def _tensor_attrs(self, name: str, complete: bool) -> dict[str, Any]:
@@ -388,13 +387,3 @@ class Writer:
             self.abandon()
             return
         self.close()
-
-
-def _records(arr: np.ndarray, codec: str) -> dict[str, Any]:
-    """A tensor's integrity records (see layout): every chunk written, its shape and
-    dtype (a Reader compares them with the Zarr metadata), and for codecs without a
-    checksum of their own (raw, zstd) the CRC32C of its bytes."""
-    out: dict[str, Any] = {"chunks": layout.CHUNKS_ALL, **layout.shape_records(arr)}
-    if codec in layout.UNCHECKED_CODECS:
-        out["crc32c"] = int(_core.crc32c(np.ascontiguousarray(arr).reshape(-1).view(np.uint8)))
-    return out
