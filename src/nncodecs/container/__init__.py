@@ -6,8 +6,9 @@ consolidated metadata so that opening costs one read. See ``Writer`` and
 ``Reader``.
 """
 
+from nncodecs.container.merging import merge
 from nncodecs.container.parallel import ArchiveResult, archive
-from nncodecs.container.reader import Reader, TensorInfo, merge
+from nncodecs.container.reader import Reader, TensorInfo
 from nncodecs.container.writer import Writer
 
 __all__ = ["ArchiveResult", "Reader", "TensorInfo", "Writer", "archive", "merge"]
