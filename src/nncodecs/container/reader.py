@@ -15,7 +15,6 @@ import numpy as np
 import zarr
 
 from nncodecs import _core
-from nncodecs.codecs._shell import set_threads
 from nncodecs.codecs.weights import NumcodecsWeights, Weights
 from nncodecs.container import layout
 from nncodecs.container._store import CheckedStore, Strict, open_store
@@ -23,6 +22,7 @@ from nncodecs.container.names import escape
 from nncodecs.container.writer import Writer, check_container, tensor_name
 from nncodecs.dtypes import dtype_name, float_layout, to_torch
 from nncodecs.errors import CorruptDataError, NotAContainerError
+from nncodecs.frame import set_threads
 
 #: Tensors up to this size are read without checking their declared size first.
 _SIZE_CHECK_FROM = 64 << 20
@@ -254,7 +254,7 @@ class Reader:
         return da.from_zarr(self[name])
 
     def _read_on_device(self, name: str, to: str, device: str) -> Any:
-        from nncodecs.gpu.device import backend_for_device
+        from nncodecs.gpu.backend import backend_for_device
 
         backend = backend_for_device(device)
         context = getattr(backend, "device_context", None)

@@ -12,12 +12,12 @@ from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync
 
 from nncodecs import _core
-from nncodecs.codecs._shell import set_threads
 from nncodecs.container import layout
 from nncodecs.container._store import Output, StoreOutput, open_output
 from nncodecs.container.names import escape, unescape
 from nncodecs.dtypes import as_numpy, dtype_name
 from nncodecs.errors import NotAContainerError
+from nncodecs.frame import set_threads
 from nncodecs.outputs import is_url
 
 __all__ = ["Writer"]
