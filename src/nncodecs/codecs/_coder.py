@@ -19,17 +19,9 @@ from nncodecs.codecs._shell import NumcodecsShell, ZarrShell
 from nncodecs.dtypes import dtype_name
 from nncodecs.frame import decode_frame, encode_frame
 from nncodecs.frame.buffers import host_bytes
-from nncodecs.frame.params import FRAME_PARAMS, element_width
+from nncodecs.frame.params import element_width, encoder_settings
 
 __all__ = ["FrameBytesCodec", "NumcodecsFrameCodec"]
-
-# The encoder's settings a coder may leave out of its schema (Huffman has no
-# precision, only auto a zstd level or min_gain): those take their defaults.
-_ENCODER_SETTINGS = ("precision", "subblock_log2", "checksum", "zstd_level", "min_gain")
-
-
-def _encoder_settings(codec: Any) -> dict[str, Any]:
-    return {n: getattr(codec, n, FRAME_PARAMS[n].default) for n in _ENCODER_SETTINGS}
 
 
 class NumcodecsFrameCodec(NumcodecsShell, Codec):
@@ -67,7 +59,7 @@ class NumcodecsFrameCodec(NumcodecsShell, Codec):
             coder=self.coder,
             threads=self.threads,
             dtype=self.dtype or "bytes",
-            **_encoder_settings(self),
+            **encoder_settings(self._settings()),
         )
 
     def decode(self, buf: Any, out: Any = None) -> Any:
@@ -113,7 +105,7 @@ class FrameBytesCodec(ZarrShell, BytesBytesCodec):  # type: ignore[misc]
         if data.nbytes % planes:
             # bytes that another codec reshaped: one plane, still correct, of no element type
             planes, dtype = 1, "bytes"
-        settings = _encoder_settings(self)
+        settings = encoder_settings(self._settings())
         frame = encode_frame(data, planes=planes, coder=self.coder, dtype=dtype, **settings)
         return chunk_spec.prototype.buffer.from_bytes(frame)
 

@@ -21,14 +21,25 @@ from nncodecs.frame.constants import ELEMENT_CODES, ELEMENT_TYPES
 
 __all__ = [
     "AUTO",
+    "CHECKSUM",
+    "CODER",
     "CODERS",
+    "DTYPE",
+    "ENCODER_PARAMS",
+    "FRAME_PARAMS",
     "HUFFMAN",
+    "MIN_GAIN",
+    "PLANES",
+    "PRECISION",
     "RANS",
+    "SUBBLOCK_LOG2",
     "WEIGHTS",
+    "ZSTD_LEVEL",
     "Param",
     "Schema",
     "check_settings",
     "element_width",
+    "encoder_settings",
     "frame_settings",
     "row_length",
 ]
@@ -92,14 +103,25 @@ SUBBLOCK_LOG2 = Param("subblock_log2", 16, _integer("subblock_log2", 12, 16))
 CHECKSUM = Param("checksum", True, _boolean("checksum"))
 ZSTD_LEVEL = Param("zstd_level", 3, _integer("zstd_level", 1, 22))
 #: auto keeps a chunk raw unless coding saves at least this fraction of it
-#: (the encoder takes it in permille), FORMAT's 5% rule: a raw chunk decodes
-#: at memcpy speed (docs/development.md has the figures).
+#: (the encoder takes it in permille): a raw chunk decodes at memcpy speed
+#: (docs/development.md has the figures behind 5%).
 MIN_GAIN = Param("min_gain", 0.05, _min_gain)
 CODER = Param("coder", "auto", _coder)
 DTYPE = Param("dtype", None, _dtype)
 
 FRAME_PARAMS = {p.name: p for p in (PLANES, PRECISION, SUBBLOCK_LOG2, CHECKSUM, ZSTD_LEVEL,
                                     MIN_GAIN, CODER, DTYPE)}  # fmt: skip
+
+
+#: The settings :func:`nncodecs.frame.encode_frame` takes from a codec beside
+#: ``planes``, ``coder`` and ``dtype``.
+ENCODER_PARAMS = (PRECISION, SUBBLOCK_LOG2, CHECKSUM, ZSTD_LEVEL, MIN_GAIN)
+
+
+def encoder_settings(settings: dict[str, Any]) -> dict[str, Any]:
+    """The encoder's settings from a codec's (defaults for those its schema lacks:
+    Huffman has no precision, only auto and weights a zstd level or min_gain)."""
+    return {p.name: settings.get(p.name, p.default) for p in ENCODER_PARAMS}
 
 
 def check_settings(**values: Any) -> dict[str, Any]:
@@ -170,7 +192,8 @@ def frame_settings(settings: dict[str, Any], dtype: Any) -> dict[str, Any]:
     element type (the CPU's encode_frame and the GPU's encode_on take the same)."""
     return {
         "planes": np.dtype(dtype).itemsize,
-        **{name: settings[name] for name in WEIGHTS.names if name != "dtype"},
+        "coder": settings["coder"],
+        **encoder_settings(settings),
         "elements": True,
         "layout": float_layout(dtype),
         "dtype": dtype_name(dtype),

@@ -32,5 +32,5 @@ def get_threads() -> int:
 
 @functools.cache
 def _cores() -> int:
-    # Asked once: os.cpu_count() reads sysfs (5 us, as long as decoding a bias).
+    # Asked once: os.cpu_count() reads sysfs on every call (docs/development.md).
     return os.cpu_count() or 1
