@@ -24,7 +24,7 @@ __all__ = ["decode_chunks_on_device", "host_to_device"]
 @contextlib.contextmanager
 def _on(device: str) -> Any:
     """The backend of a device name (ValueError for an unknown one), inside its device context."""
-    from nncodecs.gpu.device import backend_for_device
+    from nncodecs.gpu.backend import backend_for_device
 
     backend = backend_for_device(device)
     context = getattr(backend, "device_context", None)

@@ -8,7 +8,6 @@ from typing import Any, Self
 
 import numpy as np
 
-from nncodecs.codecs._shell import set_threads
 from nncodecs.codecs.device import decode_chunks_on_device, host_to_device
 from nncodecs.container import layout, storage
 from nncodecs.container._store import CheckedStore, Strict, describe_target, open_store
@@ -17,6 +16,7 @@ from nncodecs.container.checks import check_crc, check_size, chunk_frames
 from nncodecs.container.composite import assemble
 from nncodecs.dtypes import dtype_name
 from nncodecs.errors import CorruptDataError
+from nncodecs.frame import set_threads
 
 __all__ = ["Reader", "TensorInfo"]
 

@@ -10,13 +10,13 @@ import numpy as np
 import zarr
 from zarr.core.sync import sync
 
-from nncodecs.codecs._shell import set_threads
 from nncodecs.container import composite, layout, storage
 from nncodecs.container._store import CheckedStore, describe_target
 from nncodecs.container.arrays import to_host_array
 from nncodecs.container.names import escape
 from nncodecs.container.output import Output, StoreOutput, open_output
 from nncodecs.dtypes import dtype_name
+from nncodecs.frame import set_threads
 
 __all__ = ["Writer"]
 
