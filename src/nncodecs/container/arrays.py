@@ -7,18 +7,18 @@ from typing import Any
 
 import numpy as np
 
-from nncodecs.dtypes import as_numpy, to_torch
+from nncodecs.dtypes import array_kind, as_numpy, to_torch
 
 __all__ = ["convert", "to_host_array"]
 
 
 def to_host_array(tensor: Any) -> np.ndarray:
     """A NumPy array from NumPy, CuPy or torch (CPU or CUDA) input, bits unchanged."""
-    module = type(tensor).__module__.split(".")[0]
-    if module == "cupy":
+    kind = array_kind(tensor)
+    if kind == "cupy":
         return tensor.get()
     device = getattr(tensor, "device", None)
-    if module == "torch" and device is not None and device.type != "cpu":
+    if kind == "torch" and device is not None and device.type != "cpu":
         tensor = tensor.detach().cpu()
     return np.asarray(as_numpy(tensor)) if not isinstance(tensor, np.ndarray) else tensor
 

@@ -15,7 +15,7 @@ from nncodecs.container._store import CheckedStore, describe_target
 from nncodecs.container.arrays import to_host_array
 from nncodecs.container.names import escape
 from nncodecs.container.output import Output, StoreOutput, open_output
-from nncodecs.dtypes import dtype_name
+from nncodecs.dtypes import array_kind, dtype_name
 from nncodecs.frame import set_threads
 
 __all__ = ["Writer"]
@@ -143,7 +143,7 @@ class Writer:
         in slabs of whole shards.
         """
         self._check_new(name)
-        if type(tensor).__module__.startswith("scipy.sparse"):
+        if array_kind(tensor) == "scipy.sparse":
             self._add_composite(name, composite.scipy_parts(name, tensor), codec)
             return
         arr = np.asarray(to_host_array(tensor), order="C")  # (ascontiguousarray makes 0-d 1-d)
