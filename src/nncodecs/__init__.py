@@ -35,9 +35,10 @@ from nncodecs.codecs import (
     Weights,
 )
 from nncodecs.codecs._shell import get_threads, set_threads
-from nncodecs.container import ArchiveResult, Reader, TensorInfo, Writer, archive, merge
+from nncodecs.container import Reader, TensorInfo, Writer, merge
 from nncodecs.dtypes import as_numpy, to_torch
 from nncodecs.errors import CorruptDataError, NNCodecsError, NotAContainerError
+from nncodecs.formats import ArchiveResult, archive
 
 __version__ = "0.1.0"
 
