@@ -24,10 +24,13 @@ _Entry = tuple[str, np.dtype, tuple[int, ...], Callable[[], np.ndarray]]
 
 
 class OnnxSource(Source):
+    """The tensors of an ONNX model, from the parsed protobuf's tensor headers."""
+
     format = "onnx"
 
     def __init__(self, path: Path) -> None:
         super().__init__(path)
+        self.model: Any = None  # the parsed ModelProto, external data loaded on first read
         self._external_loaded = False
 
     def _list(self) -> list[Tensor]:

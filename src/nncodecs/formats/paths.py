@@ -13,6 +13,7 @@ from nncodecs.outputs import is_url
 
 __all__ = [
     "MODEL_SUFFIXES",
+    "READ_ONLY_SUFFIXES",
     "check_container_name",
     "check_model_file_name",
     "inside",
@@ -22,6 +23,8 @@ __all__ = [
 
 #: Suffixes of model files: never the name of a container nncodecs writes.
 MODEL_SUFFIXES = (*WRITE_FORMATS, ".onnx", ".pt", ".pth", ".bin", ".ckpt", ".zt")
+#: Suffixes of model files nncodecs reads but does not write.
+READ_ONLY_SUFFIXES = tuple(s for s in MODEL_SUFFIXES if s not in WRITE_FORMATS)
 
 
 def plain_name(name: Any, what: str) -> str:
@@ -76,9 +79,7 @@ def check_model_file_name(path: Path) -> None:
     """A restored model file is never written under a container's name, nor under the
     suffix of a format nncodecs does not write (``-o y.onnx`` would hold safetensors)."""
     name = path.name.lower()
-    if name.endswith((".zarr", ".zip")) or (
-        path.suffix.lower() in MODEL_SUFFIXES and path.suffix.lower() not in WRITE_FORMATS
-    ):
+    if name.endswith((".zarr", ".zip")) or path.suffix.lower() in READ_ONLY_SUFFIXES:
         raise ValueError(
             f"{path}: not a name for a restored model file (nncodecs writes "
             f"{', '.join(WRITE_FORMATS)})"

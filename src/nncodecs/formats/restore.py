@@ -11,7 +11,7 @@ from nncodecs.formats.detect import EXACT_FORMATS, WRITE_FORMATS
 from nncodecs.formats.gguf import restore_gguf
 from nncodecs.formats.malloc import use_one_malloc_arena
 from nncodecs.formats.npz import write_npz
-from nncodecs.formats.paths import check_model_file_name, local_output
+from nncodecs.formats.paths import READ_ONLY_SUFFIXES, check_model_file_name, local_output
 from nncodecs.formats.safetensors_restore import file_records, restore_safetensors
 from nncodecs.formats.source import Progress, check_sha256, stream_tensors
 from nncodecs.outputs import atomic_output, is_url
@@ -51,7 +51,7 @@ def restored_name(container: Path, metadata: dict[str, str]) -> Path:
     want = {v: k for k, v in WRITE_FORMATS.items()}[fmt]
     if stem.suffix != want:
         source = metadata.get("source.format")
-        keep = source == fmt or stem.suffix not in (".onnx", ".pt", ".pth", ".bin", ".zt", ".ckpt")
+        keep = source == fmt or stem.suffix not in READ_ONLY_SUFFIXES
         stem = Path(name + want) if keep and stem.suffix != want else stem.with_suffix(want)
     return container.with_name(stem.name)
 
