@@ -16,7 +16,7 @@ BUILD_DEPS := "scikit-build-core>=0.10" "pybind11>=2.12" cmake ninja
 # nvidia-cuda-nvrtc-cu12: NVRTC without a GPU, to compile-check the shared rANS header.
 # distributed, s3fs and moto[server]: archiving on a LocalCluster into a real S3-compatible
 # server; nbclient, ipykernel and matplotlib: the notebooks, executed with their plots.
-TEST_DEPS := "pytest>=8" "ruff>=0.6" zstandard fsspec scipy xarray "dask[array]" safetensors gguf onnx ztensor nvidia-cuda-nvrtc-cu12 \
+TEST_DEPS := "pytest>=8" "ruff>=0.6" "import-linter>=2.1" zstandard fsspec scipy xarray "dask[array]" safetensors gguf onnx ztensor nvidia-cuda-nvrtc-cu12 \
 	distributed s3fs "moto[server]" nbclient ipykernel matplotlib
 # Python 3.11: zarr 3.1.x, numcodecs 0.16.x and the CPU torch on local disk.
 DEPS_311 := "zarr>=3.1,<3.2" "numcodecs>=0.16,<0.17" ml_dtypes "numpy>=1.26" tqdm "filelock>=3.30" torch==2.13.0 transformers
@@ -68,6 +68,7 @@ $(eval $(call venv_rule,$(V312),$(PY312),DEPS_312))
 lint: $(V311)/.deps
 	$(V311)/bin/ruff check src tests scripts benchmarks
 	$(V311)/bin/ruff format --check src tests scripts benchmarks
+	PYTHONPATH=src $(V311)/bin/lint-imports --no-cache --no-logo
 
 # On 3.11 every optional piece (torch, the model) is required: nothing skips.
 test-311: $(V311)/.deps

@@ -51,7 +51,7 @@ class DeviceArray(np.ndarray):
 class EmulatorBackend:
     """nncodecs.gpu's Backend protocol over NumPy arrays and the emulator.
 
-    Registered (nncodecs.gpu.device.register_backend), it serves DeviceArray
+    Registered (nncodecs.gpu.backend.register_backend), it serves DeviceArray
     objects and the device named "emulator"."""
 
     name = "emulator"

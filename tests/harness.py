@@ -268,7 +268,7 @@ def _holds_zstd(enc: bytes) -> bool:
         return True
     if not enc.startswith(b"NNCF"):
         return False
-    from nncodecs.codecs._frame import frame_info
+    from nncodecs.frame import frame_info
 
     return any(chunk[2] == "zstd" for chunk in frame_info(enc)["chunks"])
 

@@ -40,8 +40,8 @@ from nncodecs import (
     Rans,
     Weights,
 )
-from nncodecs.codecs._frame import frame_info
 from nncodecs.errors import CorruptDataError
+from nncodecs.frame import frame_info
 
 CODERS = {"rans": NumcodecsRans, "huffman": NumcodecsHuffman, "auto": NumcodecsAuto}
 SIZES = [0, 1, 31, 32, 33, (1 << 14) - 1, (1 << 14) + 1, (1 << 18) - 1, (1 << 18) + 1, 3 << 18]
@@ -210,7 +210,7 @@ def test_weights_round_trip(case: str, arr: np.ndarray) -> None:
 
 
 def test_out_decodes_without_a_copy() -> None:
-    from nncodecs.codecs._frame import decode_frame
+    from nncodecs.frame import decode_frame
 
     arr = weights_like("bfloat16", 100_000)
     frame = NumcodecsWeights(dtype="bfloat16").encode(arr)

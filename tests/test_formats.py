@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from harness import same_bits
 
-from nncodecs import CorruptDataError, Reader
+from nncodecs import CorruptDataError, Reader, as_numpy
 from nncodecs.datasets import minilm_path
 from nncodecs.formats import (
     SafetensorsFile,
@@ -215,3 +215,66 @@ def test_ztensor_files(tmp_path: Path) -> None:
     with Reader(tmp_path / "m.zarr.zip") as r:
         assert sorted(r.keys()) == ["a", "b"]
         assert same_bits(r.read_tensor("a"), a) and same_bits(r.read_tensor("b"), b)
+
+
+def tiny_gguf(path: Path) -> Path:
+    import gguf
+    from gguf import GGMLQuantizationType as Q
+
+    rng = np.random.default_rng(2)
+    writer = gguf.GGUFWriter(path, "llama")
+    writer.add_string("general.name", "tiny")
+    writer.add_tensor("f32", rng.standard_normal((4, 32)).astype(np.float32))
+    writer.add_tensor("f16", rng.standard_normal((3, 5)).astype(np.float16))
+    q = gguf.quants.quantize(rng.standard_normal((2, 64)).astype(np.float32), Q.Q8_0)
+    writer.add_tensor("q8", q, raw_dtype=Q.Q8_0)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+def test_every_source_lists_its_tensors_as_they_read(tmp_path: Path) -> None:
+    """What info shows (the header's dtype and shape) is what compress reads, per format."""
+    from conftest import optional_import
+
+    from nncodecs.formats import iter_source, open_source
+
+    files = [tiny_gguf(tmp_path / "m.gguf")]
+    np.savez(tmp_path / "m.npz", a=np.ones((3, 2), np.float16), s=np.int64(7))
+    files.append(tmp_path / "m.npz")
+    onnx = optional_import("onnx")
+    from onnx import helper, numpy_helper
+
+    node = helper.make_node("Constant", [], ["c"], value_floats=[1.0, 2.0])
+    graph = helper.make_graph(
+        [node], "g", [], [], initializer=[numpy_helper.from_array(np.zeros((2, 3), "int8"), "i")]
+    )
+    onnx.save(helper.make_model(graph), tmp_path / "m.onnx")
+    files.append(tmp_path / "m.onnx")
+    try:
+        import torch as th
+    except ImportError:
+        pass
+    else:
+        th.save({"w": th.ones(2, 3, dtype=th.bfloat16)[:, 1:]}, tmp_path / "m.pt")
+        files.append(tmp_path / "m.pt")
+    for path in files:
+        with open_source(path) as source:
+            listed = [(t.name, t.dtype, t.shape, t.nbytes) for t in source.tensors()]
+        read = [
+            (name, np.dtype(as_np.dtype), as_np.shape, as_np.nbytes)
+            for name, arr in iter_source(path)
+            for as_np in [np.asarray(as_numpy(arr))]
+        ]
+        assert listed == read, path
+
+
+def test_an_archived_gguf_restores_byte_identically(tmp_path: Path) -> None:
+    import nncodecs
+
+    path = tiny_gguf(tmp_path / "m.gguf")
+    nncodecs.archive(path, tmp_path / "m.zarr", scheduler="sync", progress=False)
+    assert decompress(tmp_path / "m.zarr", tmp_path / "back.gguf") == "gguf"
+    assert sha256(tmp_path / "back.gguf") == sha256(path)

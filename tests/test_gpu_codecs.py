@@ -18,7 +18,7 @@ from harness import np_dtype, row_scaled, same_bits, to_old_version, weights_lik
 
 from nncodecs import CorruptDataError, NumcodecsWeights, Reader, Writer
 from nncodecs.codecs.weights import Weights
-from nncodecs.gpu.device import backend_for, register_backend, unregister_backend
+from nncodecs.gpu.backend import backend_for, register_backend, unregister_backend
 
 
 @pytest.fixture

@@ -20,7 +20,8 @@ from harness import has_rows, np_dtype, row_scaled, same_bits, to_old_version, w
 from nncodecs import CorruptDataError, NumcodecsAuto, NumcodecsRans, NumcodecsWeights
 from nncodecs.codecs.planes import split_array
 from nncodecs.dtypes import float_layout
-from nncodecs.gpu.decode import decode_frames, decode_on, fused_chunks, plan_decode
+from nncodecs.gpu.decode import decode_frames, decode_on
+from nncodecs.gpu.plan import fused_chunks, plan_decode
 
 
 def _gpu_elements(backend: Any, frame: bytes, arr: np.ndarray) -> np.ndarray:
@@ -160,7 +161,7 @@ def test_the_checksum_covers_the_row_offsets(backend: Any) -> None:
 
 
 def _row_offsets_at(frame: bytes, max_decoded: int) -> int:
-    from nncodecs.codecs._frame import frame_info
+    from nncodecs.frame import frame_info
 
     return int(frame_info(frame, max_decoded)["row_offsets_at"])
 
@@ -294,9 +295,9 @@ def test_a_corrupt_frame_of_a_batch_is_named(backend: Any) -> None:
 def test_frames_on_the_device(backend: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     # A frame already on the device: its header and index come to the host
     # from a prefix, grown until they fit (64 bytes to start with here).
-    import nncodecs.gpu.decode as gpu_decode
+    import nncodecs.gpu.plan as gpu_plan
 
-    monkeypatch.setattr(gpu_decode, "PREFIX_BYTES", 64)
+    monkeypatch.setattr(gpu_plan, "PREFIX_BYTES", 64)
     arr = row_scaled("bfloat16", 300, 512, seed=4)
     frame = NumcodecsWeights(coder="rans", dtype="bfloat16").encode(arr)
     dev = backend.to_device(np.frombuffer(frame, np.uint8))

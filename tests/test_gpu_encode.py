@@ -18,8 +18,8 @@ import pytest
 from harness import has_rows, np_dtype, row_scaled, same_bits, weights_like
 
 from nncodecs import _core
-from nncodecs.codecs._frame import decode_frame, encode_frame
 from nncodecs.dtypes import dtype_name, float_layout
+from nncodecs.frame import decode_frame, encode_frame
 from nncodecs.gpu.decode import decode_on
 from nncodecs.gpu.encode import encode_frames, encode_on
 

@@ -24,7 +24,7 @@ from nncodecs import (
     NumcodecsWeights,
     Weights,
 )
-from nncodecs.codecs._frame import decode_frame, frame_info
+from nncodecs.frame import decode_frame, frame_info
 
 
 def skewed(n: int, seed: int) -> np.ndarray:

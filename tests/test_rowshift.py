@@ -27,8 +27,8 @@ from harness import (
 )
 
 from nncodecs import CorruptDataError, NumcodecsAuto, NumcodecsWeights, _core
-from nncodecs.codecs._frame import frame_info
 from nncodecs.codecs.planes import split_array
+from nncodecs.frame import frame_info
 
 FLOATS = ["bfloat16", "float16", "float32", "float64", "float8_e4m3fn", "float8_e5m2"]
 

@@ -34,10 +34,11 @@ from nncodecs.codecs import (
     Rans,
     Weights,
 )
-from nncodecs.codecs._shell import get_threads, set_threads
-from nncodecs.container import ArchiveResult, Reader, TensorInfo, Writer, archive, merge
+from nncodecs.container import Reader, TensorInfo, Writer, merge
 from nncodecs.dtypes import as_numpy, to_torch
 from nncodecs.errors import CorruptDataError, NNCodecsError, NotAContainerError
+from nncodecs.formats import ArchiveResult, archive
+from nncodecs.frame import get_threads, set_threads
 
 __version__ = "0.1.0"
 

@@ -22,8 +22,10 @@ import ml_dtypes
 import numpy as np
 
 __all__ = [
+    "MANTISSA_BITS",
     "ML_DTYPES",
     "SUPPORTED_DTYPES",
+    "array_kind",
     "as_numpy",
     "dtype_name",
     "float_layout",
@@ -41,25 +43,45 @@ ML_DTYPES: dict[str, np.dtype] = {
     "float4_e2m1fn": np.dtype(ml_dtypes.float4_e2m1fn),
 }
 
-# Float types the bit reorder rotates, mapped to the kernel layout name.
-# float4_e2m1fn is stored one value per byte and left as it is (identity).
-_FLOAT_LAYOUTS: dict[str, str] = {
-    "float64": "float64",
-    "float32": "float32",
-    "float16": "float16",
-    "bfloat16": "bfloat16",
-    "float8_e4m3fn": "float8_e4m3fn",
-    "float8_e5m2": "float8_e5m2",
+#: The float layouts of the bit reorder (each named after its dtype), with
+#: their mantissa bits. float4_e2m1fn is stored one value per byte and left
+#: as it is (layout "none").
+MANTISSA_BITS: dict[str, int] = {
+    "float64": 52,
+    "float32": 23,
+    "float16": 10,
+    "bfloat16": 7,
+    "float8_e4m3fn": 3,
+    "float8_e5m2": 2,
 }
 
 _INTEGERS = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 
 #: Every dtype the transforms accept, by canonical name.
-SUPPORTED_DTYPES: tuple[str, ...] = (*_FLOAT_LAYOUTS, "float4_e2m1fn", *_INTEGERS)
+SUPPORTED_DTYPES: tuple[str, ...] = (*MANTISSA_BITS, "float4_e2m1fn", *_INTEGERS)
 
 _BY_DTYPE: dict[np.dtype, str] = {np.dtype(name): name for name in _INTEGERS}
 _BY_DTYPE.update({np.dtype(n): n for n in ("float16", "float32", "float64")})
 _BY_DTYPE.update({dt: name for name, dt in ML_DTYPES.items()})
+
+
+def array_kind(obj: Any) -> str | None:
+    """The library an array comes from: ``"numpy"``, ``"cupy"``, ``"torch"`` (CPU
+    or CUDA), ``"scipy.sparse"``, or ``None`` (bytes-like and anything else).
+
+    Read from the object's type, so asking imports none of them: the one
+    place nncodecs tells these inputs apart.
+
+    >>> array_kind(np.zeros(2)), array_kind(b"ab")
+    ('numpy', None)
+    """
+    if isinstance(obj, np.ndarray):
+        return "numpy"
+    module = type(obj).__module__
+    root = module.partition(".")[0]
+    if root in ("cupy", "torch"):
+        return root
+    return "scipy.sparse" if module.startswith("scipy.sparse") else None
 
 
 def _torch_map() -> dict[Any, tuple[np.dtype, Any]]:
@@ -95,7 +117,9 @@ def native_dtype(dtype: np.dtype) -> np.dtype:
 
 
 def _is_torch_dtype(obj: object) -> bool:
-    return type(obj).__module__ == "torch" and type(obj).__name__ == "dtype"
+    import torch  # loaded already: obj is torch's
+
+    return isinstance(obj, torch.dtype)
 
 
 def normalize_dtype(dtype: Any) -> np.dtype:
@@ -108,7 +132,7 @@ def normalize_dtype(dtype: Any) -> np.dtype:
     """
     if isinstance(dtype, np.dtype):
         return dtype
-    if _is_torch_dtype(dtype):
+    if array_kind(dtype) == "torch" and _is_torch_dtype(dtype):
         table = _torch_map()
         if dtype not in table:
             raise TypeError(f"unsupported torch dtype {dtype}; expected one of {list(table)}")
@@ -135,14 +159,15 @@ def dtype_name(dtype: Any) -> str:
 
 def float_layout(dtype: Any) -> str:
     """Kernel layout of a dtype: its float name, or ``'none'`` where the reorder is the identity."""
-    return _FLOAT_LAYOUTS.get(dtype_name(dtype), "none")
+    name = dtype_name(dtype)
+    return name if name in MANTISSA_BITS else "none"
 
 
 def reordered_dtype(dtype: Any) -> np.dtype:
     """Dtype after the bit reorder: unsigned integer of the same width for floats."""
     dt = normalize_dtype(dtype)
     name = dtype_name(dt)
-    if name in _FLOAT_LAYOUTS or name == "float4_e2m1fn":
+    if name in MANTISSA_BITS or name == "float4_e2m1fn":
         return np.dtype(f"uint{dt.itemsize * 8}")
     return native_dtype(dt)
 
@@ -155,7 +180,7 @@ def as_numpy(obj: Any) -> np.ndarray:
     """
     if isinstance(obj, np.ndarray):
         return obj
-    if type(obj).__module__.startswith("torch") and hasattr(obj, "dtype"):
+    if array_kind(obj) == "torch" and hasattr(obj, "dtype"):
         table = _torch_map()
         if obj.dtype not in table:
             raise TypeError(f"unsupported torch dtype {obj.dtype}")

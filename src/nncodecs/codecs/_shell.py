@@ -1,129 +1,131 @@
-"""What every nncodecs codec shares: buffer normalisation, threads, the zarr shell.
+"""The two shells of every nncodecs codec, built from the codec's schema.
 
 A codec module holds the transform itself once (functions on arrays) and two
-thin shells around it: a numcodecs ``Codec`` and a Zarr v3 codec with the
-same id and configuration. This module holds the parts those shells share.
+thin shells around it: a numcodecs ``Codec`` (:class:`NumcodecsShell`) and a
+Zarr v3 codec (:class:`ZarrShell`) with the same id and configuration. Both
+take their constructor, checks, configuration and repr from one
+:class:`nncodecs.frame.params.Schema`, as numcodecs.zarr3 builds its Zarr
+codecs from the numcodecs ones.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-import functools
-import os
+import inspect
 from typing import Any, ClassVar
 
-import numpy as np
 from zarr.core.common import parse_named_configuration
 
-from nncodecs.dtypes import as_numpy, native_dtype
+from nncodecs.dtypes import dtype_name
+from nncodecs.frame.params import Schema
 
-__all__ = [
-    "DtypeFromArray",
-    "NumcodecsParams",
-    "ZarrShell",
-    "array_module",
-    "as_array",
-    "as_byte_view",
-    "get_threads",
-    "little_endian",
-    "set_threads",
-    "typed_input",
-]
-
-_threads = 0  # 0: every hardware thread
+__all__ = ["DtypeFromArray", "NumcodecsShell", "ZarrShell"]
 
 
-def set_threads(threads: int | None) -> None:
-    """Set the threads the kernels use on large buffers (``None`` or 0: all cores).
+class _FromSchema:
+    """What both shells take from ``schema``: the constructor's signature and checks."""
 
-    >>> set_threads(1); get_threads()
-    1
-    >>> set_threads(None)
+    schema: ClassVar[Schema]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "schema" in cls.__dict__:
+            cls.__signature__ = cls._signature()  # type: ignore[attr-defined]
+
+    @classmethod
+    def _signature(cls) -> inspect.Signature:
+        raise NotImplementedError
+
+    @classmethod
+    def _checked(cls, args: tuple, kwargs: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+        """The settings of a constructor call, checked, and its ``threads``."""
+        given = cls.__signature__.bind(*args, **kwargs).arguments  # type: ignore[attr-defined]
+        return cls._settle(cls.schema.check(given)), given.get("threads")
+
+    @classmethod
+    def _settle(cls, settings: dict[str, Any]) -> dict[str, Any]:
+        """Settings after the schema's checks (a subclass fills in derived defaults)."""
+        return settings
+
+    def _settings(self) -> dict[str, Any]:
+        """The settings, in schema order: the configuration."""
+        return {name: getattr(self, name) for name in self.schema.names}
+
+
+class NumcodecsShell(_FromSchema):
+    """Base of the numcodecs codecs: constructor, config and repr from ``schema``.
+
+    A subclass sets ``codec_id`` and ``schema``; its settings are positional
+    or keyword arguments in schema order. ``threads`` (where the schema takes
+    it) is a run-time setting: shown by repr when set, never in the config.
     """
-    global _threads
-    if threads is None:
-        threads = 0
-    if not isinstance(threads, int) or isinstance(threads, bool) or threads < 0:
-        raise ValueError(f"threads must be a non-negative integer or None, got {threads!r}")
-    _threads = threads
+
+    codec_id: ClassVar[str]
+    threads: int | None = None
+
+    @classmethod
+    def _signature(cls) -> inspect.Signature:
+        kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+        return cls.schema.signature(kind, threads=cls.schema.threads)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        settings, self.threads = self._checked(args, kwargs)
+        for name, value in settings.items():
+            setattr(self, name, value)
+
+    def get_config(self) -> dict[str, Any]:
+        return {"id": self.codec_id, **self._settings()}
+
+    def __repr__(self) -> str:
+        args = [f"{name}={value!r}" for name, value in self._settings().items()]
+        if self.threads is not None:
+            args.append(f"threads={self.threads!r}")
+        return f"{type(self).__name__}({', '.join(args)})"
 
 
-def get_threads() -> int:
-    """Threads the kernels use on large buffers: the setting, or every core."""
-    return _threads or _cores()
+class ZarrShell(_FromSchema):
+    """Base of the Zarr v3 codecs: a frozen dataclass of the ``schema``'s settings.
 
-
-@functools.cache
-def _cores() -> int:
-    # Asked once: os.cpu_count() reads sysfs (5 us, as long as decoding a bias).
-    return os.cpu_count() or 1
-
-
-def array_module(arr: Any) -> Any:
-    """``numpy`` for NumPy arrays, ``cupy`` for CuPy arrays (output stays where input is)."""
-    module = type(arr).__module__.split(".")[0]
-    if module == "cupy":
-        import cupy
-
-        return cupy
-    return np
-
-
-def as_array(buf: Any) -> Any:
-    """An array for any buffer the codecs accept: NumPy, CuPy, torch (CPU) or bytes-like."""
-    if array_module(buf) is not np:
-        return buf
-    if isinstance(buf, np.ndarray):
-        arr = buf
-    elif isinstance(buf, bytes | bytearray | memoryview):
-        arr = np.frombuffer(buf, dtype=np.uint8)
-    else:
-        arr = as_numpy(buf)
-    # ML dtypes (bfloat16, float8) are kind "V" too, but their type is not np.void.
-    if arr.dtype.kind in "OUS" or arr.dtype.type is np.void:
-        raise TypeError(f"unsupported dtype {arr.dtype}: object, string and structured arrays")
-    return arr
-
-
-def typed_input(buf: Any, dtype: str | None, codec_id: str) -> Any:
-    """The array a dtype-aware codec encodes: ``buf`` checked against ``dtype``.
-
-    Raw bytes (bytes-like, or a uint8 array) are read as ``dtype``; an array
-    of another dtype is a ``ValueError``; with no ``dtype`` the array's own
-    must be supported (``TypeError`` otherwise).
+    A subclass sets ``codec_id`` and ``schema`` and implements
+    ``_encode_sync`` / ``_decode_sync``; it becomes a frozen dataclass whose
+    fields are the settings (keyword-only, checked by the schema), and those
+    fields are its JSON configuration.
     """
-    from nncodecs.dtypes import dtype_name, normalize_dtype
 
-    arr = as_array(buf)
-    if dtype is None:
-        dtype_name(arr.dtype)
-        return arr
-    if dtype_name(arr.dtype) == dtype:
-        return arr
-    want = normalize_dtype(dtype)
-    if arr.dtype == np.uint8:
-        if arr.nbytes % want.itemsize:
-            raise ValueError(
-                f"{codec_id}: {arr.nbytes} bytes is not a whole number of "
-                f"{dtype} elements ({want.itemsize} bytes each)"
-            )
-        return np.ascontiguousarray(arr).reshape(-1).view(want)
-    raise ValueError(f"{codec_id}: configured for {dtype}, got {arr.dtype} data")
+    codec_id: ClassVar[str]
 
+    @classmethod
+    def _signature(cls) -> inspect.Signature:
+        return cls.schema.signature(inspect.Parameter.KEYWORD_ONLY)
 
-def little_endian(arr: Any) -> Any:
-    """The array in little-endian byte order (a copy only when it was big-endian)."""
-    if arr.dtype.byteorder == ">":
-        return arr.astype(native_dtype(arr.dtype).newbyteorder("<"))
-    return arr
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "schema" in cls.__dict__:
+            cls.__annotations__ = dict.fromkeys(cls.schema.names, Any)
+            dataclasses.dataclass(frozen=True, init=False)(cls)
 
+    def __init__(self, **kwargs: Any) -> None:
+        settings, _ = self._checked((), kwargs)
+        for name, value in settings.items():
+            object.__setattr__(self, name, value)
 
-def as_byte_view(arr: Any) -> Any:
-    """C-order bytes of an array as a flat uint8 view (a copy only when not C-contiguous)."""
-    xp = array_module(arr)
-    flat = xp.ascontiguousarray(arr).reshape(-1)
-    return flat.view(xp.uint8)
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Any:
+        _, config = parse_named_configuration(data, cls.codec_id, require_configuration=False)
+        return cls(**(config or {}))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.codec_id, "configuration": self._settings()}
+
+    async def _encode_single(self, chunk: Any, chunk_spec: Any) -> Any:
+        return await asyncio.to_thread(self._encode_sync, chunk, chunk_spec)  # type: ignore[attr-defined]
+
+    async def _decode_single(self, chunk: Any, chunk_spec: Any) -> Any:
+        return await asyncio.to_thread(self._decode_sync, chunk, chunk_spec)  # type: ignore[attr-defined]
+
+    def compute_encoded_size(self, input_byte_length: int, _chunk_spec: Any) -> int:
+        return input_byte_length
 
 
 class DtypeFromArray:
@@ -133,8 +135,6 @@ class DtypeFromArray:
     dtype: str | None
 
     def _array_dtype(self, zdtype: Any) -> str:
-        from nncodecs.dtypes import dtype_name
-
         name = dtype_name(zdtype.to_native_dtype())
         if self.dtype is not None and self.dtype != name:
             raise ValueError(
@@ -148,51 +148,3 @@ class DtypeFromArray:
 
     def validate(self, *, shape: Any, dtype: Any, chunk_grid: Any) -> None:
         self._array_dtype(dtype)
-
-
-class NumcodecsParams:
-    """Mixin of numcodecs codecs: config and repr from the ``_params`` attributes.
-
-    ``threads`` is a run-time setting: shown by repr when set, never in the config.
-    """
-
-    codec_id: ClassVar[str]
-    _params: ClassVar[tuple[str, ...]]
-    threads: int | None = None
-
-    def get_config(self) -> dict[str, Any]:
-        return {"id": self.codec_id, **{p: getattr(self, p) for p in self._params}}
-
-    def __repr__(self) -> str:
-        args = [f"{p}={getattr(self, p)!r}" for p in self._params]
-        if self.threads is not None:
-            args.append(f"threads={self.threads!r}")
-        return f"{type(self).__name__}({', '.join(args)})"
-
-
-class ZarrShell:
-    """Mixin of the nncodecs Zarr v3 codecs: JSON form and the async shell.
-
-    A subclass sets ``codec_id`` and implements ``_encode_sync`` /
-    ``_decode_sync``; its dataclass fields are its configuration.
-    """
-
-    codec_id: ClassVar[str]
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Any:
-        _, config = parse_named_configuration(data, cls.codec_id, require_configuration=False)
-        return cls(**(config or {}))
-
-    def to_dict(self) -> dict[str, Any]:
-        config = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
-        return {"name": self.codec_id, "configuration": config}
-
-    async def _encode_single(self, chunk: Any, chunk_spec: Any) -> Any:
-        return await asyncio.to_thread(self._encode_sync, chunk, chunk_spec)  # type: ignore[attr-defined]
-
-    async def _decode_single(self, chunk: Any, chunk_spec: Any) -> Any:
-        return await asyncio.to_thread(self._decode_sync, chunk, chunk_spec)  # type: ignore[attr-defined]
-
-    def compute_encoded_size(self, input_byte_length: int, _chunk_spec: Any) -> int:
-        return input_byte_length

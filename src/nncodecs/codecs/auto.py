@@ -20,10 +20,8 @@ True
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
-from nncodecs.codecs._frame import DEFAULT_MIN_GAIN, FrameBytesCodec, NumcodecsFrameCodec
+from nncodecs.codecs._coder import FrameBytesCodec, NumcodecsFrameCodec
+from nncodecs.frame.params import AUTO
 
 __all__ = ["Auto", "NumcodecsAuto"]
 
@@ -58,48 +56,12 @@ class NumcodecsAuto(NumcodecsFrameCodec):
 
     codec_id = CODEC_ID
     coder = "auto"
-    _params = (
-        "planes",
-        "precision",
-        "subblock_log2",
-        "checksum",
-        "zstd_level",
-        "min_gain",
-        "dtype",
-    )
+    schema = AUTO
 
 
-@dataclass(frozen=True)
 class Auto(FrameBytesCodec):
     """Zarr v3 codec ``nncodecs.auto`` (bytes -> bytes); ``planes`` defaults to the element size."""
 
     codec_id = CODEC_ID
     coder = "auto"
-    planes: int | None
-    precision: int
-    subblock_log2: int
-    checksum: bool
-    zstd_level: int
-    min_gain: float
-    dtype: str | None
-
-    def __init__(
-        self,
-        *,
-        planes: int | None = None,
-        precision: int = 11,
-        subblock_log2: int = 16,
-        checksum: bool = True,
-        zstd_level: int = 3,
-        min_gain: float = DEFAULT_MIN_GAIN,
-        dtype: Any = None,
-    ) -> None:
-        self._init(
-            planes=planes,
-            precision=precision,
-            subblock_log2=subblock_log2,
-            checksum=checksum,
-            zstd_level=zstd_level,
-            min_gain=min_gain,
-            dtype=dtype,
-        )
+    schema = AUTO

@@ -24,7 +24,6 @@ array([ 1., -2.], dtype=float32)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -35,36 +34,31 @@ from zarr.core.array_spec import ArraySpec
 from zarr.core.dtype import parse_data_type
 
 from nncodecs import _core
-from nncodecs.codecs._shell import (
-    DtypeFromArray,
-    ZarrShell,
-    array_module,
-    as_array,
-    get_threads,
-    little_endian,
-    typed_input,
-)
+from nncodecs.codecs._shell import DtypeFromArray, NumcodecsShell, ZarrShell
 from nncodecs.dtypes import (
+    MANTISSA_BITS,
     dtype_name,
     float_layout,
     native_dtype,
     normalize_dtype,
     reordered_dtype,
 )
+from nncodecs.frame import get_threads
+from nncodecs.frame.buffers import array_module, as_array, little_endian, typed_input
+from nncodecs.frame.params import DTYPE, Schema
 
 __all__ = ["BitReorder", "NumcodecsBitReorder", "decode_array", "encode_array"]
 
 CODEC_ID = "nncodecs.bitreorder"
 
-_MANTISSA = {"float64": 52, "float32": 23, "float16": 10, "bfloat16": 7,
-             "float8_e4m3fn": 3, "float8_e5m2": 2}  # fmt: skip
+SCHEMA = Schema((DTYPE,))
 
 
 def _reorder_xp(bits: Any, layout: str, decode: bool) -> Any:
     """The reorder as array operations, for arrays the C++ kernel cannot reach (CuPy)."""
     xp = array_module(bits)
     width = bits.dtype.itemsize * 8
-    m = _MANTISSA[layout]
+    m = MANTISSA_BITS[layout]
     t = bits.dtype.type
     mant = t((1 << m) - 1)
     one = t(1)
@@ -123,7 +117,7 @@ def decode_array(bits: Any, dtype: Any) -> Any:
     return out if native == target else out.astype(target)
 
 
-class NumcodecsBitReorder(Codec):
+class NumcodecsBitReorder(NumcodecsShell, Codec):
     """numcodecs codec ``nncodecs.bitreorder``.
 
     Parameters
@@ -134,9 +128,8 @@ class NumcodecsBitReorder(Codec):
     """
 
     codec_id = CODEC_ID
-
-    def __init__(self, dtype: Any = None) -> None:
-        self.dtype = None if dtype is None else dtype_name(dtype)
+    schema = SCHEMA
+    dtype: str | None
 
     def encode(self, buf: Any) -> Any:
         return encode_array(typed_input(buf, self.dtype, CODEC_ID))
@@ -159,12 +152,6 @@ class NumcodecsBitReorder(Codec):
         dec = decode_array(arr, target)
         return dec if out is None else ndarray_copy(dec, out)
 
-    def get_config(self) -> dict[str, Any]:
-        return {"id": self.codec_id, "dtype": self.dtype}
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(dtype={self.dtype!r})"
-
 
 class ReorderedSpec(ArraySpec):
     """The chunk spec after the reorder (unsigned integers), remembering the
@@ -179,7 +166,6 @@ class ReorderedSpec(ArraySpec):
         object.__setattr__(self, "reordered_from", reordered_from)
 
 
-@dataclass(frozen=True)
 class BitReorder(ZarrShell, DtypeFromArray, ArrayArrayCodec):  # type: ignore[misc]
     """Zarr v3 codec ``nncodecs.bitreorder`` (array -> array).
 
@@ -201,10 +187,7 @@ class BitReorder(ZarrShell, DtypeFromArray, ArrayArrayCodec):  # type: ignore[mi
 
     codec_id = CODEC_ID
     is_fixed_size = True
-    dtype: str | None
-
-    def __init__(self, *, dtype: Any = None) -> None:
-        object.__setattr__(self, "dtype", None if dtype is None else dtype_name(dtype))
+    schema = SCHEMA
 
     def resolve_metadata(self, chunk_spec: ArraySpec) -> ArraySpec:
         native = chunk_spec.dtype.to_native_dtype()

@@ -21,10 +21,8 @@ Examples
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
-from nncodecs.codecs._frame import FrameBytesCodec, NumcodecsFrameCodec
+from nncodecs.codecs._coder import FrameBytesCodec, NumcodecsFrameCodec
+from nncodecs.frame.params import HUFFMAN
 
 __all__ = ["Huffman", "NumcodecsHuffman"]
 
@@ -51,37 +49,12 @@ class NumcodecsHuffman(NumcodecsFrameCodec):
 
     codec_id = CODEC_ID
     coder = "huffman"
-    _params = ("planes", "subblock_log2", "checksum", "dtype")
-
-    def __init__(
-        self,
-        planes: int | None = None,
-        subblock_log2: int = 16,
-        checksum: bool = True,
-        dtype: Any = None,
-        *,
-        threads: int | None = None,
-    ) -> None:
-        super().__init__(planes, 11, subblock_log2, checksum, dtype=dtype, threads=threads)
+    schema = HUFFMAN
 
 
-@dataclass(frozen=True)
 class Huffman(FrameBytesCodec):
     """Zarr v3 codec ``nncodecs.huffman`` (bytes -> bytes); ``planes``: the element size."""
 
     codec_id = CODEC_ID
     coder = "huffman"
-    planes: int | None
-    subblock_log2: int
-    checksum: bool
-    dtype: str | None
-
-    def __init__(
-        self,
-        *,
-        planes: int | None = None,
-        subblock_log2: int = 16,
-        checksum: bool = True,
-        dtype: Any = None,
-    ) -> None:
-        self._init(planes=planes, subblock_log2=subblock_log2, checksum=checksum, dtype=dtype)
+    schema = HUFFMAN

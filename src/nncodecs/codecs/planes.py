@@ -26,7 +26,7 @@ True
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Self
 
 import numpy as np
@@ -36,16 +36,12 @@ from zarr.abc.codec import ArrayBytesCodec
 from zarr.core.array_spec import ArraySpec
 
 from nncodecs import _core
-from nncodecs.codecs._shell import (
-    ZarrShell,
-    array_module,
-    as_array,
-    as_byte_view,
-    get_threads,
-    little_endian,
-)
+from nncodecs.codecs._shell import NumcodecsShell, ZarrShell
 from nncodecs.dtypes import float_layout, native_dtype, normalize_dtype
 from nncodecs.errors import CorruptDataError
+from nncodecs.frame import get_threads
+from nncodecs.frame.buffers import array_module, as_array, as_byte_view, little_endian
+from nncodecs.frame.params import Param, Schema
 
 __all__ = ["NumcodecsPlanes", "Planes", "merge_array", "merge_bytes", "split_array", "split_bytes"]
 
@@ -60,6 +56,9 @@ def _check_elementsize(elementsize: Any) -> int | None:
     if not 1 <= elementsize <= 255:
         raise ValueError(f"planes: elementsize must be between 1 and 255, got {elementsize}")
     return int(elementsize)
+
+
+SCHEMA = Schema((Param("elementsize", None, _check_elementsize),))
 
 
 def split_bytes(data: Any, elementsize: int, layout: str = "none") -> Any:
@@ -133,7 +132,7 @@ def merge_array(planes: Any, dtype: Any, shape: Any, *, reorder: bool = False) -
     return out if native == target else out.astype(target)
 
 
-class NumcodecsPlanes(Codec):
+class NumcodecsPlanes(NumcodecsShell, Codec):
     """numcodecs codec ``nncodecs.planes``.
 
     Parameters
@@ -144,9 +143,8 @@ class NumcodecsPlanes(Codec):
     """
 
     codec_id = CODEC_ID
-
-    def __init__(self, elementsize: int | None = None) -> None:
-        self.elementsize = _check_elementsize(elementsize)
+    schema = SCHEMA
+    elementsize: int | None
 
     def encode(self, buf: Any) -> Any:
         arr = little_endian(as_array(buf))
@@ -169,14 +167,7 @@ class NumcodecsPlanes(Codec):
         merged = merge_bytes(as_byte_view(as_array(buf)), size)
         return merged if out is None else ndarray_copy(merged, out)
 
-    def get_config(self) -> dict[str, Any]:
-        return {"id": self.codec_id, "elementsize": self.elementsize}
 
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(elementsize={self.elementsize!r})"
-
-
-@dataclass(frozen=True)
 class Planes(ZarrShell, ArrayBytesCodec):  # type: ignore[misc]
     """Zarr v3 codec ``nncodecs.planes`` (array -> bytes serializer).
 
@@ -189,10 +180,7 @@ class Planes(ZarrShell, ArrayBytesCodec):  # type: ignore[misc]
 
     codec_id = CODEC_ID
     is_fixed_size = True
-    elementsize: int | None
-
-    def __init__(self, *, elementsize: int | None = None) -> None:
-        object.__setattr__(self, "elementsize", _check_elementsize(elementsize))
+    schema = SCHEMA
 
     def _array_elementsize(self, zdtype: Any) -> int:
         native = zdtype.to_native_dtype()

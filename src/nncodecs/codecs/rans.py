@@ -20,10 +20,8 @@ Examples
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
-from nncodecs.codecs._frame import FrameBytesCodec, NumcodecsFrameCodec
+from nncodecs.codecs._coder import FrameBytesCodec, NumcodecsFrameCodec
+from nncodecs.frame.params import RANS
 
 __all__ = ["NumcodecsRans", "Rans"]
 
@@ -54,46 +52,12 @@ class NumcodecsRans(NumcodecsFrameCodec):
 
     codec_id = CODEC_ID
     coder = "rans"
-    _params = ("planes", "precision", "subblock_log2", "checksum", "dtype")
-
-    def __init__(
-        self,
-        planes: int | None = None,
-        precision: int = 11,
-        subblock_log2: int = 16,
-        checksum: bool = True,
-        dtype: Any = None,
-        *,
-        threads: int | None = None,
-    ) -> None:
-        super().__init__(planes, precision, subblock_log2, checksum, dtype=dtype, threads=threads)
+    schema = RANS
 
 
-@dataclass(frozen=True)
 class Rans(FrameBytesCodec):
     """Zarr v3 codec ``nncodecs.rans`` (bytes -> bytes); ``planes`` defaults to the element size."""
 
     codec_id = CODEC_ID
     coder = "rans"
-    planes: int | None
-    precision: int
-    subblock_log2: int
-    checksum: bool
-    dtype: str | None
-
-    def __init__(
-        self,
-        *,
-        planes: int | None = None,
-        precision: int = 11,
-        subblock_log2: int = 16,
-        checksum: bool = True,
-        dtype: Any = None,
-    ) -> None:
-        self._init(
-            planes=planes,
-            precision=precision,
-            subblock_log2=subblock_log2,
-            checksum=checksum,
-            dtype=dtype,
-        )
+    schema = RANS

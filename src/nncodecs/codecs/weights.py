@@ -32,7 +32,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -41,30 +40,14 @@ from numcodecs.compat import ndarray_copy
 from zarr.abc.codec import ArrayBytesCodec
 from zarr.core.array_spec import ArraySpec
 
-from nncodecs.codecs._frame import (
-    CODERS,
-    DEFAULT_MIN_GAIN,
-    _check_bool,
-    check_frame_params,
-    check_min_gain,
-    decode_frame,
-    encode_frame,
-    frame_decoded_len,
-    frame_element,
-)
-from nncodecs.codecs._shell import (
-    DtypeFromArray,
-    NumcodecsParams,
-    ZarrShell,
-    as_array,
-    as_byte_view,
-    little_endian,
-    typed_input,
-)
+from nncodecs.codecs._shell import DtypeFromArray, NumcodecsShell, ZarrShell
 from nncodecs.dtypes import dtype_name, float_layout, native_dtype, normalize_dtype
 from nncodecs.errors import CorruptDataError
+from nncodecs.frame import decode_frame, encode_frame, frame_decoded_len, frame_element
+from nncodecs.frame.buffers import as_array, as_byte_view, little_endian, typed_input
+from nncodecs.frame.params import WEIGHTS, frame_settings, row_length
+from nncodecs.gpu.backend import backend_for
 from nncodecs.gpu.device import (
-    backend_for,
     decode_weights_on_device,
     device_dtype,
     encode_weights_on_device,
@@ -77,29 +60,6 @@ CODEC_ID = "nncodecs.weights"
 _NO_DTYPE = "the frame states no element type (a version 1 or 2 frame, or a byte coder's)"
 
 
-def _check_coder(coder: Any) -> str:
-    if coder not in CODERS:
-        raise ValueError(f"coder must be one of {', '.join(CODERS)}, got {coder!r}")
-    return str(coder)
-
-
-def frame_settings(settings: dict[str, Any], dtype: Any) -> dict[str, Any]:
-    """The frame encoder's keywords for a codec's settings and an element type
-    (the CPU's encode_frame and the GPU's encode_on take the same)."""
-    return {
-        "planes": np.dtype(dtype).itemsize,
-        "coder": settings["coder"],
-        "precision": settings["precision"],
-        "subblock_log2": settings["subblock_log2"],
-        "checksum": settings["checksum"],
-        "zstd_level": settings["zstd_level"],
-        "min_gain": settings["min_gain"],
-        "elements": True,
-        "layout": float_layout(dtype),
-        "dtype": dtype_name(dtype),
-    }
-
-
 def encode_weights(arr: Any, settings: dict[str, Any], threads: int | None = None) -> bytes:
     """Frame of an array's elements (C order): reorder + split + coder, fused."""
     arr = little_endian(arr)
@@ -109,13 +69,6 @@ def encode_weights(arr: Any, settings: dict[str, Any], threads: int | None = Non
         threads=threads,
         row_length=row_length(arr.shape),
     )
-
-
-def row_length(shape: tuple[int, ...]) -> int:
-    """Elements per output channel (every axis but the first) of a chunk's shape;
-    0 for fewer than two axes. Rows share a scale in most weights, and the
-    encoder's row shift (docs/format.md) works on them."""
-    return math.prod(shape[1:]) if len(shape) >= 2 else 0
 
 
 def _element_types(dtype: Any) -> tuple[np.dtype, np.dtype, str, str]:
@@ -197,7 +150,7 @@ def decode_weights(
     return dest
 
 
-class NumcodecsWeights(NumcodecsParams, Codec):
+class NumcodecsWeights(NumcodecsShell, Codec):
     """numcodecs codec ``nncodecs.weights``.
 
     Parameters
@@ -208,46 +161,14 @@ class NumcodecsWeights(NumcodecsParams, Codec):
         Element type; taken from the array when encoding. Frames record it,
         so decoding needs none; when set, decoding a frame of another raises
         :class:`nncodecs.CorruptDataError`.
-    precision, subblock_log2, checksum, zstd_level
+    precision, subblock_log2, checksum, zstd_level, min_gain
         As for :class:`nncodecs.codecs.auto.NumcodecsAuto`.
     threads : int, optional
         Threads for chunks (default: every core). Not part of the configuration.
     """
 
     codec_id = CODEC_ID
-    _params = (
-        "coder",
-        "dtype",
-        "precision",
-        "subblock_log2",
-        "checksum",
-        "zstd_level",
-        "min_gain",
-    )
-
-    def __init__(
-        self,
-        coder: str = "auto",
-        dtype: Any = None,
-        precision: int = 11,
-        subblock_log2: int = 16,
-        checksum: bool = True,
-        zstd_level: int = 3,
-        min_gain: float = DEFAULT_MIN_GAIN,
-        *,
-        threads: int | None = None,
-    ) -> None:
-        self.coder = _check_coder(coder)
-        self.min_gain = check_min_gain(min_gain)
-        self.dtype = None if dtype is None else dtype_name(dtype)
-        _, self.precision, self.subblock_log2, self.zstd_level = check_frame_params(
-            None, precision, subblock_log2, zstd_level
-        )
-        self.checksum = _check_bool("checksum", checksum)
-        self.threads = threads
-
-    def _settings(self) -> dict[str, Any]:
-        return {p: getattr(self, p) for p in self._params}
+    schema = WEIGHTS
 
     def encode(self, buf: Any) -> Any:
         backend = backend_for(buf)
@@ -308,7 +229,6 @@ class NumcodecsWeights(NumcodecsParams, Codec):
         return out
 
 
-@dataclass(frozen=True)
 class Weights(ZarrShell, DtypeFromArray, ArrayBytesCodec):  # type: ignore[misc]
     """Zarr v3 codec ``nncodecs.weights`` (array -> bytes serializer).
 
@@ -317,45 +237,7 @@ class Weights(ZarrShell, DtypeFromArray, ArrayBytesCodec):  # type: ignore[misc]
 
     codec_id = CODEC_ID
     is_fixed_size = False
-    coder: str
-    dtype: str | None
-    precision: int
-    subblock_log2: int
-    checksum: bool
-    zstd_level: int
-    min_gain: float
-
-    def __init__(
-        self,
-        *,
-        coder: str = "auto",
-        dtype: Any = None,
-        precision: int = 11,
-        subblock_log2: int = 16,
-        checksum: bool = True,
-        zstd_level: int = 3,
-        min_gain: float = DEFAULT_MIN_GAIN,
-    ) -> None:
-        _, precision_, subblock_, level = check_frame_params(
-            None, precision, subblock_log2, zstd_level
-        )
-        object.__setattr__(self, "coder", _check_coder(coder))
-        object.__setattr__(self, "dtype", None if dtype is None else dtype_name(dtype))
-        object.__setattr__(self, "precision", precision_)
-        object.__setattr__(self, "subblock_log2", subblock_)
-        object.__setattr__(self, "checksum", _check_bool("checksum", checksum))
-        object.__setattr__(self, "zstd_level", level)
-        object.__setattr__(self, "min_gain", check_min_gain(min_gain))
-
-    def _settings(self) -> dict[str, Any]:
-        return {
-            "coder": self.coder,
-            "precision": self.precision,
-            "subblock_log2": self.subblock_log2,
-            "checksum": self.checksum,
-            "zstd_level": self.zstd_level,
-            "min_gain": self.min_gain,
-        }
+    schema = WEIGHTS
 
     def _encode_sync(self, chunk_array: Any, chunk_spec: ArraySpec) -> Any:
         data = chunk_array.as_ndarray_like()

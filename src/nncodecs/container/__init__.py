@@ -6,8 +6,8 @@ consolidated metadata so that opening costs one read. See ``Writer`` and
 ``Reader``.
 """
 
-from nncodecs.container.parallel import ArchiveResult, archive
-from nncodecs.container.reader import Reader, TensorInfo, merge
+from nncodecs.container.merging import merge
+from nncodecs.container.reader import Reader, TensorInfo
 from nncodecs.container.writer import Writer
 
-__all__ = ["ArchiveResult", "Reader", "TensorInfo", "Writer", "archive", "merge"]
+__all__ = ["Reader", "TensorInfo", "Writer", "merge"]

@@ -6,16 +6,24 @@ container format and version, the tensor order and the model's metadata
 (strings); each array's attributes hold, under ``"nncodecs"``, the tensor's
 name, its layout and ``complete``, set only once all its chunks are written,
 so a writer killed mid-tensor never leaves a tensor that reads back wrong.
+:func:`open_container` lists the committed tensors of a group.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+import zarr
 from zarr.codecs import ZstdCodec
 
+from nncodecs import _core
 from nncodecs.codecs.weights import Weights
+from nncodecs.container.names import escape, unescape
+from nncodecs.errors import CorruptDataError, NotAContainerError
 from nncodecs.outputs import CONTAINER_FORMAT
 
 __all__ = [
@@ -23,11 +31,17 @@ __all__ = [
     "CODECS",
     "FORMAT",
     "VERSION",
+    "Member",
+    "check_container",
     "chunking",
     "codec_settings",
+    "committed",
+    "open_container",
     "shape_problem",
     "shape_records",
-    "single_chunk_key",
+    "tensor_name",
+    "tensor_order",
+    "tensor_records",
 ]
 
 ATTRS_KEY = "nncodecs"
@@ -57,6 +71,16 @@ def shape_records(arr: Any) -> dict[str, Any]:
     from nncodecs.dtypes import dtype_name
 
     return {"shape": [int(d) for d in arr.shape], "dtype": dtype_name(arr.dtype)}
+
+
+def tensor_records(arr: Any, codec: str) -> dict[str, Any]:
+    """A tensor's integrity records: every chunk written, its shape and dtype (a
+    Reader compares them with the Zarr metadata), and for codecs without a
+    checksum of their own (UNCHECKED_CODECS) the CRC32C of its bytes."""
+    out: dict[str, Any] = {"chunks": CHUNKS_ALL, **shape_records(arr)}
+    if codec in UNCHECKED_CODECS:
+        out["crc32c"] = int(_core.crc32c(np.ascontiguousarray(arr).reshape(-1).view(np.uint8)))
+    return out
 
 
 def shape_problem(z: Any, attrs: Any) -> str | None:
@@ -111,6 +135,87 @@ def chunking(
     return out
 
 
-def single_chunk_key(ndim: int) -> str:
-    """The key of chunk (0, ..., 0) under Zarr v3's default chunk key encoding."""
-    return "/".join(["c"] + ["0"] * ndim)
+def check_container(group: Any) -> dict[str, Any]:
+    """The container attributes of a group, or NotAContainerError."""
+    attrs = group.attrs.get(ATTRS_KEY)
+    if not isinstance(attrs, dict) or attrs.get("format") != FORMAT:
+        raise NotAContainerError(
+            "this Zarr group is not an nncodecs container (no 'nncodecs' attributes)"
+        )
+    if attrs.get("version") != VERSION:
+        raise NotAContainerError(
+            f"nncodecs container version {attrs.get('version')!r}, this build reads {VERSION}"
+        )
+    return attrs
+
+
+def tensor_name(node: str, attrs: Any) -> str:
+    """A member's tensor name: from its attributes, else from its node name."""
+    if isinstance(attrs, dict) and isinstance(attrs.get("name"), str):
+        return attrs["name"]
+    return unescape(node)
+
+
+@dataclass(frozen=True)
+class Member:
+    """A committed tensor of a container."""
+
+    layout: str  # dense, csr, csc, coo, mxfp4 or nvfp4
+    node: Any  # its Zarr array (dense) or sub-group
+    attrs: dict[str, Any]  # its attributes under ATTRS_KEY
+    arrays: list[tuple[Any, Any]]  # (array, its attributes under ATTRS_KEY) of each part
+
+
+def committed(group: Any) -> dict[str, Member]:
+    """The complete tensors of a container's group, by name (a member without
+    ``complete`` is a tensor a writer did not finish). Two nodes claiming one
+    name, or a node whose name is not its tensor's, is a CorruptDataError."""
+    members: dict[str, Member] = {}
+    nodes: dict[str, str] = {}
+    for node, member in group.members():
+        attrs = member.attrs.get(ATTRS_KEY)
+        if not (isinstance(attrs, dict) and attrs.get("complete")):
+            continue
+        kind = attrs.get("layout", "dense")
+        if (kind == "dense") != isinstance(member, zarr.Array):
+            continue
+        name = tensor_name(node, attrs)
+        if name in nodes or escape(name) != node:
+            other = nodes.get(name, escape(name))
+            raise CorruptDataError(
+                f"nodes {other!r} and {node!r} both claim the tensor name {name!r}"
+            )
+        nodes[name] = node
+        arrays = [(member, attrs)] if kind == "dense" else [
+            (a, a.attrs.get(ATTRS_KEY)) for _, a in member.arrays()]  # fmt: skip
+        members[name] = Member(kind, member, attrs, arrays)
+    return members
+
+
+def tensor_order(attrs: dict[str, Any], members: dict[str, Member]) -> list[str]:
+    """The recorded order first, then complete tensors written after the last
+    time the order was saved (a writer that did not close)."""
+    order = [n for n in attrs.get("tensors", []) if n in members]
+    return order + sorted(set(members) - set(order))
+
+
+def open_container(store: Any, where: str) -> tuple[Any, dict[str, Any], dict[str, Member]]:
+    """(group, container attributes, committed tensors) of the container in a
+    store, read through its consolidated metadata where it has one. Errors are
+    NotAContainerError or CorruptDataError, one line starting with ``where``."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # consolidated metadata for Zarr v3
+            group = zarr.open_group(store, mode="r")
+            attrs = check_container(group)
+            # (no warning for a dead writer's leftovers: they are not members)
+            return group, attrs, committed(group)
+    except (NotAContainerError, CorruptDataError) as exc:
+        msg = str(exc)
+        raise type(exc)(msg if msg.startswith(where) else f"{where}: {msg}") from None
+    except (FileNotFoundError, KeyError, ValueError, TypeError) as exc:
+        if "zarr" in type(exc).__module__ or "group" in str(exc).lower():
+            raise NotAContainerError(
+                f"{where}: not an nncodecs container (no Zarr group)"
+            ) from None
+        raise CorruptDataError(f"{where}: unreadable metadata ({exc})") from None

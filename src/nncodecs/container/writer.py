@@ -8,17 +8,15 @@ from typing import Any, Self
 
 import numpy as np
 import zarr
-from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync
 
-from nncodecs import _core
-from nncodecs.codecs._shell import set_threads
-from nncodecs.container import layout
-from nncodecs.container._store import Output, StoreOutput, open_output
-from nncodecs.container.names import escape, unescape
-from nncodecs.dtypes import as_numpy, dtype_name
-from nncodecs.errors import NotAContainerError
-from nncodecs.outputs import is_url
+from nncodecs.container import composite, layout, storage
+from nncodecs.container._store import CheckedStore, describe_target
+from nncodecs.container.arrays import to_host_array
+from nncodecs.container.names import escape
+from nncodecs.container.output import Output, StoreOutput, open_output
+from nncodecs.dtypes import array_kind, dtype_name
+from nncodecs.frame import set_threads
 
 __all__ = ["Writer"]
 
@@ -33,17 +31,6 @@ _BATCH_COUNT = 256
 _ALONE_BYTES = 1 << 20
 # Chunks written per call for a large unsharded tensor (see _write).
 _SLAB_CHUNKS = 4
-
-
-def to_host_array(tensor: Any) -> np.ndarray:
-    """A NumPy array from NumPy, CuPy or torch (CPU or CUDA) input, bits unchanged."""
-    module = type(tensor).__module__.split(".")[0]
-    if module == "cupy":
-        return tensor.get()
-    device = getattr(tensor, "device", None)
-    if module == "torch" and device is not None and device.type != "cpu":
-        tensor = tensor.detach().cpu()
-    return np.asarray(as_numpy(tensor)) if not isinstance(tensor, np.ndarray) else tensor
 
 
 class Writer:
@@ -127,17 +114,16 @@ class Writer:
         try:  # (right after the output is open: any exception abandons it, lock and all)
             self._store = self._output.store
             if mode == "a":
-                from nncodecs.container.reader import Reader
-
-                existing = Reader(self._store)
-                self._names = existing.keys()
-                self.metadata = dict(existing.metadata)
-                self._records = existing._records
+                where = describe_target(self._store)
+                _, attrs, members = layout.open_container(CheckedStore(self._store), where)
+                self._names = layout.tensor_order(attrs, members)
+                self.metadata = dict(attrs.get("metadata", {}))
+                self._records = attrs.get("records") == layout.RECORDS
                 # Not through the consolidated metadata: the group's next write drops it.
                 self._group = zarr.open_group(self._store, mode="a", use_consolidated=False)
             else:
                 if isinstance(self._output, StoreOutput):
-                    _check_store_output(self._store, target, bool(overwrite))
+                    self._output.check_replaceable(target, bool(overwrite))
                 self._group = zarr.open_group(self._store, mode="w")
         except BaseException:
             self._output.abandon()
@@ -157,8 +143,8 @@ class Writer:
         in slabs of whole shards.
         """
         self._check_new(name)
-        if type(tensor).__module__.startswith("scipy.sparse"):
-            self._add_scipy(name, tensor, codec)
+        if array_kind(tensor) == "scipy.sparse":
+            self._add_composite(name, composite.scipy_parts(name, tensor), codec)
             return
         arr = np.asarray(to_host_array(tensor), order="C")  # (ascontiguousarray makes 0-d 1-d)
         try:
@@ -190,24 +176,17 @@ class Writer:
         self, name: str, data: Any, indices: Any, indptr: Any, shape: Any, codec: str | None = None
     ) -> None:
         """Store a CSR matrix from its arrays; it reads back as ``scipy.sparse.csr_matrix``."""
-        self._add_compressed("csr", name, data, indices, indptr, shape, codec)
+        self._check_new(name)
+        self._add_composite(
+            name, composite.compressed_parts("csr", name, data, indices, indptr, shape), codec
+        )
 
     def add_sparse_coo(
         self, name: str, coords: Any, data: Any, shape: Any, codec: str | None = None
     ) -> None:
         """Store a COO tensor: ``coords`` of shape (ndim, nnz) and ``data`` of nnz values."""
         self._check_new(name)
-        coords = np.asarray(to_host_array(coords))
-        data = np.asarray(to_host_array(data))
-        shape = _shape(shape)
-        if coords.ndim != 2 or coords.shape != (len(shape), data.size) or data.ndim != 1:
-            raise ValueError(
-                f"tensor {name!r}: COO coords must be (ndim={len(shape)}, nnz={data.size}), "
-                f"got {coords.shape} with data {data.shape}"
-            )
-        if coords.size and (coords.min() < 0 or (coords.max(axis=1) >= np.array(shape)).any()):
-            raise ValueError(f"tensor {name!r}: COO coordinates outside the shape {shape}")
-        self._add_composite(name, "coo", {"coords": coords, "data": data}, {"shape": shape}, codec)
+        self._add_composite(name, composite.coo_parts(name, coords, data, shape), codec)
 
     def add_quantized(
         self, name: str, blocks: Any, scales: Any, scheme: str, codec: str | None = None
@@ -219,67 +198,11 @@ class Writer:
         (``nvfp4``, 16 values a block). It reads back as the same pair.
         """
         self._check_new(name)
-        block = {"mxfp4": 32, "nvfp4": 16}.get(scheme)
-        if block is None:
-            raise ValueError(f"scheme must be 'mxfp4' or 'nvfp4', got {scheme!r}")
-        blocks = np.asarray(to_host_array(blocks))
-        scales = np.asarray(to_host_array(scales))
-        want = "uint8" if scheme == "mxfp4" else "float8_e4m3fn"
-        if blocks.dtype != np.uint8 or dtype_name(scales.dtype) != want:
-            raise TypeError(
-                f"tensor {name!r}: {scheme} needs uint8 blocks and {want} scales, "
-                f"got {blocks.dtype} and {scales.dtype}"
-            )
-        if (
-            blocks.ndim < 1
-            or scales.shape[:-1] != blocks.shape[:-1]
-            or scales.shape[-1] * block != blocks.shape[-1] * 2
-        ):
-            raise ValueError(
-                f"tensor {name!r}: {scheme} scales {scales.shape} do not cover blocks "
-                f"{blocks.shape} ({block} values a scale, 2 a byte)"
-            )
-        self._add_composite(name, scheme, {"blocks": blocks, "scales": scales}, {}, codec)
+        self._add_composite(name, composite.quantized_parts(name, blocks, scales, scheme), codec)
 
-    def _add_scipy(self, name: str, matrix: Any, codec: str | None) -> None:
-        fmt = matrix.format
-        if fmt in ("csr", "csc"):
-            self._add_compressed(
-                fmt, name, matrix.data, matrix.indices, matrix.indptr, matrix.shape, codec
-            )
-        elif fmt == "coo":
-            coords = np.vstack([matrix.row, matrix.col])
-            self.add_sparse_coo(name, coords, matrix.data, matrix.shape, codec)
-        else:
-            self._add_scipy(name, matrix.tocsr(), codec)
-
-    def _add_compressed(
-        self, fmt: str, name: str, data: Any, indices: Any, indptr: Any, shape: Any, codec: Any
-    ) -> None:
-        self._check_new(name)
-        data, indices, indptr = (np.asarray(to_host_array(a)) for a in (data, indices, indptr))
-        shape = _shape(shape)
-        major = shape[0] if fmt == "csr" else shape[1]
-        minor = shape[1] if fmt == "csr" else shape[0]
-        if len(shape) != 2 or indptr.shape != (major + 1,) or data.shape != indices.shape:
-            raise ValueError(
-                f"tensor {name!r}: {fmt.upper()} of shape {shape} needs indptr of {major + 1} "
-                f"and data / indices of one length, got {indptr.shape}, {data.shape}, "
-                f"{indices.shape}"
-            )
-        if indptr.size and (
-            indptr[0] != 0 or indptr[-1] != data.size or (np.diff(indptr) < 0).any()
-        ):
-            raise ValueError(f"tensor {name!r}: indptr must rise from 0 to nnz={data.size}")
-        if indices.size and (indices.min() < 0 or indices.max() >= minor):
-            raise ValueError(f"tensor {name!r}: indices outside 0..{minor - 1}")
-        parts = {"data": data, "indices": indices, "indptr": indptr}
-        self._add_composite(name, fmt, parts, {"shape": shape}, codec)
-
-    def _add_composite(
-        self, name: str, kind: str, parts: dict[str, np.ndarray], extra: dict, codec: Any
-    ) -> None:
+    def _add_composite(self, name: str, made: composite.Parts, codec: Any) -> None:
         """A sub-group of arrays; committed by its own flag, set last."""
+        kind, parts, extra = made
         for part, arr in parts.items():
             try:
                 dtype_name(arr.dtype)
@@ -306,7 +229,7 @@ class Writer:
             arr = np.ascontiguousarray(arr)
             if arr.size:
                 z[...] = arr
-            z.attrs[layout.ATTRS_KEY] = _records(arr, codec or self.codec)
+            z.attrs[layout.ATTRS_KEY] = layout.tensor_records(arr, codec or self.codec)
         sub.attrs[layout.ATTRS_KEY] = {"name": name, "layout": kind, "complete": True, **extra}
         self._names.append(name)
         self._write_group_attrs()
@@ -357,20 +280,19 @@ class Writer:
                 await z.setitem(slice(start, start + slab), arr[start : start + slab])
         else:
             await z.setitem(Ellipsis, arr)
+        key = f"{node}/{storage.single_chunk_key(arr.ndim)}"
+        store = z.store_path.store
         if (
             arr.size
             and (codec or self.codec) == "raw"
-            and not await z.store_path.store.exists(f"{node}/{layout.single_chunk_key(arr.ndim)}")
+            and not (await storage.exist_many(store, [key]))[0]
         ):
             # Zarr skips a chunk that equals the fill value; a raw tensor's
             # chunk is always written so that it can be memory-mapped.
-            await z.store_path.store.set(
-                f"{node}/{layout.single_chunk_key(arr.ndim)}",
-                default_buffer_prototype().buffer.from_bytes(arr.tobytes()),
-            )
+            await storage.set_many(store, {key: arr.tobytes()})
         # Only now is the tensor committed: a reader skips arrays without this.
         attrs = self._tensor_attrs(name, complete=True)
-        attrs.update(_records(arr, codec or self.codec))
+        attrs.update(layout.tensor_records(arr, codec or self.codec))
         await z.update_attributes({layout.ATTRS_KEY: attrs})
 
     def _tensor_attrs(self, name: str, complete: bool) -> dict[str, Any]:
@@ -465,62 +387,3 @@ class Writer:
             self.abandon()
             return
         self.close()
-
-
-def _records(arr: np.ndarray, codec: str) -> dict[str, Any]:
-    """A tensor's integrity records (see layout): every chunk written, its shape and
-    dtype (a Reader compares them with the Zarr metadata), and for codecs without a
-    checksum of their own (raw, zstd) the CRC32C of its bytes."""
-    out: dict[str, Any] = {"chunks": layout.CHUNKS_ALL, **layout.shape_records(arr)}
-    if codec in layout.UNCHECKED_CODECS:
-        out["crc32c"] = int(_core.crc32c(np.ascontiguousarray(arr).reshape(-1).view(np.uint8)))
-    return out
-
-
-def _check_store_output(store: Any, target: Any, overwrite: bool) -> None:
-    """Mode "w" on a store or URL: nothing there, or (overwrite) an nncodecs container."""
-    from zarr.core.sync import sync
-
-    if sync(store.is_empty("")):
-        return
-    where = target if is_url(target) else type(store).__name__
-    if not overwrite:
-        raise FileExistsError(f"{where}: holds data already; use overwrite=True to replace it")
-    try:
-        attrs = zarr.open_group(store, mode="r").attrs.get(layout.ATTRS_KEY)
-    except Exception:
-        attrs = None
-    if not (isinstance(attrs, dict) and attrs.get("format") == layout.FORMAT):
-        raise FileExistsError(
-            f"{where}: holds data that is not an nncodecs container: not replaced, "
-            "even with overwrite=True"
-        )
-
-
-def _shape(shape: Any) -> list[int]:
-    out = [int(d) for d in shape]
-    if any(d < 0 for d in out):
-        raise ValueError(f"a shape has no negative sizes, got {shape}")
-    return out
-
-
-def check_container(group: Any) -> dict[str, Any]:
-    """The container attributes of a group, or NotAContainerError."""
-    attrs = group.attrs.get(layout.ATTRS_KEY)
-    if not isinstance(attrs, dict) or attrs.get("format") != layout.FORMAT:
-        raise NotAContainerError(
-            "this Zarr group is not an nncodecs container (no 'nncodecs' attributes)"
-        )
-    if attrs.get("version") != layout.VERSION:
-        raise NotAContainerError(
-            f"nncodecs container version {attrs.get('version')!r}, "
-            f"this build reads {layout.VERSION}"
-        )
-    return attrs
-
-
-def tensor_name(node: str, attrs: Any) -> str:
-    """A member's tensor name: from its attributes, else from its node name."""
-    if isinstance(attrs, dict) and isinstance(attrs.get("name"), str):
-        return attrs["name"]
-    return unescape(node)

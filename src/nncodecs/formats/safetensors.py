@@ -34,6 +34,7 @@ from nncodecs.errors import CorruptDataError
 __all__ = [
     "SAFETENSORS_DTYPES",
     "SafetensorsFile",
+    "raw_bytes",
     "read_safetensors",
     "safetensors_header",
     "write_safetensors",
@@ -161,7 +162,7 @@ def safetensors_header(entries: Any, metadata: dict[str, str] | None = None) -> 
     return raw + b" " * (-len(raw) % 8)
 
 
-def _raw_bytes(arr: np.ndarray) -> memoryview:
+def raw_bytes(arr: np.ndarray) -> memoryview:
     """A tensor's bytes without a copy (a copy only for a non-contiguous view)."""
     return memoryview(np.ascontiguousarray(arr).reshape(-1).view(np.uint8))
 
@@ -197,7 +198,7 @@ def write_safetensors(
             if not isinstance(info, dict):
                 raise ValueError(f"{path}: tensor {name!r} is not in the header")
             begin, end = info["data_offsets"]
-            data = _raw_bytes(arr)
+            data = raw_bytes(arr)
             if data.nbytes != end - begin:
                 raise ValueError(
                     f"{path}: tensor {name!r} has {data.nbytes} bytes, not {end - begin}"

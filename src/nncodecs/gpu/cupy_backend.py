@@ -1,4 +1,4 @@
-"""The CuPy backend of :mod:`nncodecs.gpu.decode`: device arrays and launches.
+"""The CuPy backend of the GPU path: device arrays and launches.
 
 The kernel source is compiled by NVRTC through ``cupy.RawModule`` on first
 use, with the shared headers' text inlined into it: CuPy's kernel cache
@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from nncodecs.frame import array_kind, on_cuda
 
 __all__ = ["CupyBackend", "kernel_source"]
 
@@ -67,10 +69,6 @@ def _module() -> Any:
     return cupy.RawModule(code=kernel_source(), options=("-std=c++17",))
 
 
-def _is_torch(obj: Any) -> bool:
-    return type(obj).__module__.split(".")[0] == "torch"
-
-
 class CupyBackend:
     """Device arrays on the current CuPy device, launches on its current stream.
 
@@ -84,12 +82,11 @@ class CupyBackend:
         self.cp = cupy
 
     def owns(self, obj: Any) -> bool:
-        module = type(obj).__module__.split(".")[0]
-        return module == "cupy" or (module == "torch" and bool(getattr(obj, "is_cuda", False)))
+        return on_cuda(obj)
 
     def flat_bytes(self, obj: Any) -> Any:
         """A device array or tensor as a flat uint8 CuPy array (a view where contiguous)."""
-        if _is_torch(obj):
+        if array_kind(obj) == "torch":
             import torch
 
             t = obj.detach()
@@ -101,7 +98,7 @@ class CupyBackend:
         """Decoded bytes as elements: a torch tensor where ``like`` is one (or
         ``"torch"``), else a CuPy array (bfloat16 and float8 as their bits,
         which CuPy has no dtype for)."""
-        if like == "torch" or _is_torch(like):
+        if like == "torch" or array_kind(like) == "torch":
             import torch
 
             from nncodecs.dtypes import torch_dtype
@@ -129,7 +126,7 @@ class CupyBackend:
         for torch tensors (the caller's stream), a no-op otherwise."""
         import contextlib
 
-        if _is_torch(obj):
+        if array_kind(obj) == "torch":
             import torch
 
             stream = torch.cuda.current_stream(obj.device)

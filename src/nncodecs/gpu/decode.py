@@ -1,11 +1,8 @@
 """Frames decoded by the GPU kernels (``kernels/decode.cu``), through a backend.
 
-The host parses and checks each frame's header and chunk index (the same C++
-parser as the CPU decoder; for a frame already on the device, from a copy
-of its first bytes), then hands the kernels tables: a descriptor per frame
-(``FRAME_DESC``), the rANS chunks (one thread block each), and, for every
-(plane, chunk), where its bytes come from for the merge (the frame for raw
-chunks, a value for constant ones, the planes buffer, or the CPU's planes).
+The host plans each frame (:mod:`nncodecs.gpu.plan`), then hands the
+kernels tables: a descriptor per frame (``FRAME_DESC``), the rANS chunks
+(one thread block each), and the plan's sources of every (plane, chunk).
 Many frames go through one launch of each kernel (:func:`decode_frames`):
 small tensors, or the chunks of one Zarr array, do not pay launches each.
 
@@ -25,182 +22,28 @@ supplies device arrays and launches. Nothing here imports CuPy.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
 from nncodecs import _core
-from nncodecs.codecs._frame import WHOLE_MAGICS, check_frame_element, decode_frame, frame_element
 from nncodecs.errors import CorruptDataError
-
-__all__ = [
-    "Backend",
-    "DecodePlan",
-    "decode_frames",
-    "decode_on",
-    "fused_chunks",
-    "join_crcs",
-    "plan_decode",
-]
-
-CHUNK_LOG2 = 18
-#: Threads of a rANS block: 4 warps, one sub-block each (2^18 / 2^16).
-RANS_BLOCK = 128
-MERGE_BLOCK = 256
-CRC_BLOCK = 256
-#: The first bytes of a device frame copied to the host to parse it (more
-#: when its header and index do not fit).
-PREFIX_BYTES = 1 << 16
-
-FROM_FRAME, CONSTANT, FROM_PLANES, FROM_EXTERNAL = 0, 1, 2, 3
-
-#: nnc::gpu::RansChunk, PlaneSource, FrameDesc, MergeTask and CrcTask, byte for byte.
-RANS_CHUNK = np.dtype(
-    [
-        ("payload", "<u8"),
-        ("out", "<u8"),
-        ("first", "<u8"),
-        ("length", "<u4"),
-        ("symbols", "<u4"),
-        ("shifted", "<u4"),
-        ("desc", "<u4"),
-    ]
+from nncodecs.frame import check_frame_element, decode_frame, frame_element
+from nncodecs.frame.constants import WHOLE_MAGICS
+from nncodecs.gpu import plan as planning
+from nncodecs.gpu.backend import Backend
+from nncodecs.gpu.plan import DecodePlan, device_plan, fused_chunks, join_crcs, plan_decode
+from nncodecs.gpu.structs import (
+    CRC_BLOCK,
+    CRC_TASK,
+    FRAME_DESC,
+    MERGE_BLOCK,
+    MERGE_TASK,
+    RANS_BLOCK,
+    STATUS_MESSAGES,
 )
-PLANE_SOURCE = np.dtype([("offset", "<u8"), ("kind", "<u4"), ("value", "<u4")])
-FRAME_DESC = np.dtype(
-    [
-        ("frame", "<u8"),
-        ("out", "<u8"),
-        ("planes", "<u8"),
-        ("external", "<u8"),
-        ("rows", "<u8"),
-        ("row_length", "<u8"),
-        ("n", "<u8"),
-        ("k", "<u4"),
-        ("chunks", "<u4"),
-        ("layout", "<u4"),
-        ("sources", "<u4"),
-        ("precision", "<u4"),
-        ("subblock_log2", "<u4"),
-        ("to_planes", "<u4"),
-        ("pad", "<u4"),
-    ]
-)
-MERGE_TASK = np.dtype([("desc", "<u4"), ("chunk", "<u4")])
-CRC_TASK = np.dtype([("desc", "<u4"), ("plane", "<u4"), ("chunk", "<u4"), ("from_elements", "<u4")])
 
-STATUS_MESSAGES = {
-    1: "malformed rANS table",
-    2: "rANS sub-block headers do not add up to the payload",
-    3: "a rANS lane state outside [2^15, 2^31)",
-    4: "corrupt rANS stream (words left over or missing, or a final state not 2^15)",
-    5: "a rANS sub-block declares more words than symbols",
-    6: "more rANS sub-blocks than a thread block handles",
-}
-
-
-class Backend(Protocol):
-    """Device arrays and kernel launches (CuPy, or the tests' emulator)."""
-
-    def to_device(self, host: np.ndarray) -> Any: ...
-    def empty(self, nbytes: int) -> Any: ...
-    def zeros_int32(self, count: int) -> Any: ...
-    def to_host(self, arr: Any) -> np.ndarray: ...
-    def launch(self, name: str, grid: int, block: int, args: tuple) -> None: ...
-    def concat(self, arrays: list[Any]) -> Any: ...
-
-
-@dataclass
-class DecodePlan:
-    """What the kernels need for one frame, on the host (arrays, not a
-    Python object a chunk: a 2 GiB tensor has thousands of chunks)."""
-
-    planes: int
-    symbols: int  # per plane
-    chunks: int  # per plane
-    element: str  # the element type the frame records ("bytes": none)
-    precision: int
-    subblock_log2: int
-    row_length: int
-    row_offsets: np.ndarray  # the frame's row offsets (a single zero byte when none)
-    rans: np.ndarray  # RANS_CHUNK records, the order of their thread blocks
-    rans_plane: np.ndarray  # the plane of each record
-    rans_chunk: np.ndarray  # its chunk within the plane
-    sources: np.ndarray  # PLANE_SOURCE, plane-major
-    external: bool  # whether Huffman or zstd chunks need the CPU's planes
-    checksum: int | None  # the frame's CRC32C of the decoded planes
-    lengths: np.ndarray  # symbols of each (plane, chunk), index order (uint64)
-
-
-#: nnc::ChunkMode, the modes of a frame's chunk index.
-MODE_RAW, MODE_CONSTANT, MODE_RANS, MODE_HUFFMAN, MODE_ZSTD = 0, 1, 2, 3, 4
-MODES = {"raw": MODE_RAW, "constant": MODE_CONSTANT, "rans": MODE_RANS,
-         "huffman": MODE_HUFFMAN, "zstd": MODE_ZSTD}  # fmt: skip
-
-
-def plan_decode(frame: np.ndarray, max_decoded: int, total_len: int = 0) -> DecodePlan | None:
-    """Parse and check a frame (uint8, on the host) and lay out the kernels' tables.
-
-    With ``total_len``, ``frame`` is the first bytes of a frame that long:
-    ``None`` when its header and index do not lie in them."""
-    if frame[:4].tobytes() != b"NNCF":
-        raise CorruptDataError("the GPU decoder reads chunked frames ('NNCF') only")
-    info = _core.frame_index(frame, max_decoded, total_len)
-    if info is None:
-        return None
-    k = int(info["planes"])
-    n = int(info["decoded_len"]) // k
-    chunks = (n + (1 << CHUNK_LOG2) - 1) >> CHUNK_LOG2
-    row_length = int(info["row_length"])
-    if row_length:
-        at = int(info["row_offsets_at"])
-        row_offsets = frame[at : at + (n + row_length - 1) // row_length].copy()
-    else:
-        row_offsets = np.zeros(1, np.uint8)
-    modes, offsets = info["modes"], info["offsets"]
-    index = np.arange(k * chunks, dtype=np.uint64)
-    plane, chunk = index // np.uint64(max(chunks, 1)), index % np.uint64(max(chunks, 1))
-    first = chunk << np.uint64(CHUNK_LOG2)
-    at_planes = plane * np.uint64(n) + first
-    sources = np.zeros(k * chunks, PLANE_SOURCE)
-    raw, const, coded = modes == MODE_RAW, modes == MODE_CONSTANT, modes == MODE_RANS
-    sources["kind"] = np.select([raw, const, coded], [FROM_FRAME, CONSTANT, FROM_PLANES],
-                                FROM_EXTERNAL)  # fmt: skip
-    sources["offset"] = np.where(raw, offsets, np.where(const, 0, at_planes))
-    sources["value"] = np.where(const, info["values"], 0)
-    r = np.flatnonzero(coded)
-    rans = np.zeros(r.size, RANS_CHUNK)
-    rans["payload"], rans["out"], rans["first"] = offsets[r], at_planes[r], first[r]
-    rans["length"] = info["lengths"][r]
-    rans["symbols"] = np.minimum(np.uint64(1 << CHUNK_LOG2), np.uint64(n) - first[r])
-    rans["shifted"] = (plane[r] == k - 1) & (row_length > 0)
-    return DecodePlan(
-        element=str(info["element"]),
-        planes=k,
-        symbols=n,
-        chunks=chunks,
-        precision=int(info["precision"]),
-        subblock_log2=int(info["subblock_log2"]),
-        row_length=row_length,
-        row_offsets=row_offsets,
-        rans=rans,
-        rans_plane=plane[r],
-        rans_chunk=chunk[r],
-        sources=sources,
-        external=bool((modes > MODE_RANS).any()),
-        checksum=info["checksum"],
-        lengths=np.minimum(np.uint64(1 << CHUNK_LOG2), np.uint64(n) - first),
-    )
-
-
-def fused_chunks(plan: DecodePlan) -> np.ndarray:
-    """Per chunk, whether its only rANS plane is the last one (the exponent
-    plane): such chunks decode straight into elements (rans_decode_merge)."""
-    kinds = plan.sources["kind"].reshape(plan.planes, plan.chunks)
-    last_coded = kinds[-1] == FROM_PLANES
-    others_coded = (kinds[:-1] == FROM_PLANES).any(axis=0)
-    return (last_coded & ~others_coded).astype(np.uint8)
+__all__ = ["decode_frames", "decode_on"]
 
 
 def _decode_whole(
@@ -214,22 +57,6 @@ def _decode_whole(
     out = decode_frame(host, max_decoded=max_decoded, elements=elements, layout=layout,
                        planes=planes)  # fmt: skip
     return np.asarray(out).reshape(-1).view(np.uint8)
-
-
-def device_plan(
-    backend: Backend, device_frame: Any, max_decoded: int, prefix: np.ndarray | None = None
-) -> DecodePlan:
-    """The plan of a frame on the device, from a copy of its first bytes
-    (``prefix`` when the caller has it; grown until the header and index are
-    in; the whole frame at worst)."""
-    total = int(device_frame.size)
-    if prefix is None:
-        prefix = backend.to_host(device_frame[: min(total, PREFIX_BYTES)])
-    while True:
-        plan = plan_decode(prefix, max_decoded, 0 if prefix.size == total else total)
-        if plan is not None:
-            return plan
-        prefix = backend.to_host(device_frame[: min(total, prefix.size * 8)])
 
 
 def decode_on(
@@ -294,7 +121,8 @@ def decode_frames(
         if frames[i] is None and device_frames[i] is None:
             raise ValueError(f"decode_frames: frame {i} is neither on the host nor on the device")
         on_device = frames[i] is None
-        prefix = (backend.to_host(device_frames[i][: min(int(device_frames[i].size), PREFIX_BYTES)])
+        dev = device_frames[i]
+        prefix = (backend.to_host(dev[: min(int(dev.size), planning.PREFIX_BYTES)])
                   if on_device else frames[i])  # fmt: skip
         if prefix[:4].tobytes() in WHOLE_MAGICS:
             if dtypes:
@@ -444,9 +272,3 @@ def _raise_for_status(backend: Backend, checks: list[Any], name: Any) -> None:
                 plane, index = int(plan.rans_plane[where[at]]), int(plan.rans_chunk[where[at]])
                 raise CorruptDataError(f"{name(frame)}plane {plane} chunk {index}: {why}")
             at -= where.size
-
-
-def join_crcs(crcs: np.ndarray, lengths: Any) -> int:
-    """The CRC32C of a frame's planes from the CRC of every (plane, chunk),
-    joined in index order as the CPU does."""
-    return _core.crc32c_join(np.asarray(crcs, np.uint32), np.asarray(lengths, np.uint64))

@@ -1,12 +1,9 @@
-"""Arrays that live on a device, and the codecs' entry points for them.
+"""The ``weights`` codecs' entry points for arrays on a device.
 
-:func:`backend_for` says whether an object lives on a device, and which
-backend works on it: CuPy arrays and torch CUDA tensors (through DLPack,
-without a copy) get :class:`nncodecs.gpu.cupy_backend.CupyBackend`; other
-backends can be registered (the tests register the SIMT emulator for an
-array type of their own). :func:`encode_weights_on_device` and
-:func:`decode_weights_on_device` are what the ``weights`` codecs call for
-such input: the frame, or the decoded tensor, stays on the device.
+:func:`encode_weights_on_device` and :func:`decode_weights_on_device` are
+what the ``weights`` codecs call for device input (see
+:func:`nncodecs.gpu.backend.backend_for`): the frame, or the decoded
+tensor, stays on the device.
 
 CuPy has no bfloat16 or float8 dtypes: such tensors go in and come out of
 CuPy as their bits (uint16, uint8) with the codec's ``dtype`` saying what
@@ -16,73 +13,27 @@ they are; torch tensors keep their dtype.
 from __future__ import annotations
 
 import contextlib
-import functools
 import math
 from typing import Any
 
 import numpy as np
 
-from nncodecs.dtypes import ML_DTYPES, float_layout, normalize_dtype
+from nncodecs.dtypes import ML_DTYPES, dtype_name, float_layout, normalize_dtype
+from nncodecs.errors import CorruptDataError
+from nncodecs.frame import frame_element
+from nncodecs.frame.buffers import host_bytes
+from nncodecs.frame.constants import WHOLE_MAGICS, max_ratio_bound
+from nncodecs.frame.params import frame_settings, row_length
+from nncodecs.gpu.decode import decode_frames
+from nncodecs.gpu.encode import encode_on
+from nncodecs.gpu.plan import device_plan
 
 __all__ = [
-    "backend_for",
-    "backend_for_device",
     "decode_weights_on_device",
     "device_dtype",
     "encode_weights_on_device",
-    "register_backend",
     "stated_dtype_on",
-    "unregister_backend",
 ]
-
-_registered: list[Any] = []
-
-
-def register_backend(backend: Any) -> None:
-    """Add a backend: it serves the objects its ``owns(obj)`` accepts, and the
-    device named by its ``name`` attribute."""
-    _registered.append(backend)
-
-
-def unregister_backend(backend: Any) -> None:
-    _registered.remove(backend)
-
-
-def _on_cuda(obj: Any) -> bool:
-    module = type(obj).__module__.split(".")[0]
-    if module == "cupy":
-        return True
-    if module == "torch":
-        return bool(getattr(obj, "is_cuda", False))
-    return False
-
-
-@functools.cache
-def _cupy_backend() -> Any:
-    from nncodecs.gpu.cupy_backend import CupyBackend
-
-    return CupyBackend()
-
-
-def backend_for(obj: Any) -> Any | None:
-    """The backend for an object on a device (``None``: it is host memory).
-
-    Never imports CuPy for host objects."""
-    for backend in reversed(_registered):
-        if backend.owns(obj):
-            return backend
-    return _cupy_backend() if _on_cuda(obj) else None
-
-
-def backend_for_device(device: str) -> Any:
-    """The backend of a device name: ``"cuda"`` (CuPy's current device) or
-    ``"cuda:N"`` (see the backend's ``device_context``), or a registered name."""
-    for backend in reversed(_registered):
-        if getattr(backend, "name", None) == device:
-            return backend
-    if device == "cuda" or (device.startswith("cuda:") and device[5:].isdigit()):
-        return _cupy_backend()
-    raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:N', got {device!r}")
 
 
 def device_dtype(obj: Any, configured: str | None) -> np.dtype:
@@ -102,9 +53,6 @@ def device_dtype(obj: Any, configured: str | None) -> np.dtype:
 def stated_dtype_on(backend: Any, frame: Any) -> str | None:
     """The element type a frame (on the device or the host) records; ``None``
     where it states none. A device frame's header comes to the host to be read."""
-    from nncodecs.codecs._frame import WHOLE_MAGICS, frame_element, max_ratio_bound
-    from nncodecs.gpu.decode import device_plan
-
     if not backend.owns(frame):
         name = frame_element(frame)
     else:
@@ -129,9 +77,6 @@ def encode_weights_on_device(
 ) -> Any:
     """The ``weights`` frame of a device tensor, on the device (uint8, the kind
     of array the tensor is), byte for byte the CPU's frame of its elements."""
-    from nncodecs.codecs.weights import frame_settings, row_length
-    from nncodecs.gpu.encode import encode_on
-
     target = device_dtype(tensor, dtype)
     flat = backend.flat_bytes(tensor)
     if int(flat.size) % target.itemsize:
@@ -160,12 +105,6 @@ def decode_weights_on_device(
     on the device or the host), in one batch: each shaped as ``shapes[i]``
     (``None``: flat, as many as its frame holds), as the kind of array
     ``like`` is (a torch tensor, or ``"torch"``: torch; else the backend's)."""
-    from nncodecs.codecs._frame import max_ratio_bound
-    from nncodecs.codecs._shell import as_array
-    from nncodecs.dtypes import dtype_name
-    from nncodecs.errors import CorruptDataError
-    from nncodecs.gpu.decode import decode_frames
-
     target = normalize_dtype(dtype)
     name = dtype_name(target)
     hosts, devices, limits = [], [], []
@@ -176,9 +115,7 @@ def decode_weights_on_device(
             devices.append(dev)
             total = int(dev.size)
         else:
-            host = frame if isinstance(frame, bytes) else as_array(frame)
-            host = np.frombuffer(host, np.uint8) if isinstance(host, bytes) else (
-                np.ascontiguousarray(host).reshape(-1).view(np.uint8))  # fmt: skip
+            host = host_bytes(frame)
             hosts.append(host)
             devices.append(None)
             total = host.nbytes

@@ -10,7 +10,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from nncodecs.formats.convert import compress, decompress, inside
+from nncodecs.formats import compress, decompress
+from nncodecs.formats.paths import inside
 from nncodecs.integrations.torch import load_state_dict
 from nncodecs.outputs import atomic_output
 

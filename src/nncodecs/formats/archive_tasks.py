@@ -1,20 +1,5 @@
-"""Archive many tensors, shards or whole models in parallel, as dask tasks.
-
-:func:`archive` plans every model first, then creates all their Zarr
-metadata in one batch (groups, arrays, attributes), then encodes and writes
-the data as dask tasks, one per slab of whole shards (or of whole chunks,
-for unsharded arrays; small tensors whole, several to a task): no two tasks
-write the same object. Last, each
-tensor is marked complete and each container's order and metadata written,
-so a run that dies leaves no tensor that reads back wrong (a Reader skips
-incomplete ones). Tasks run on dask's threaded scheduler by default, on
-``"processes"``, or on a ``dask.distributed`` cluster given as a ``Client``
-or an address; they carry what they need (the target's URL and storage
-options, the array, a loader of the source's rows), not open stores.
-
-Reading back in parallel: :meth:`nncodecs.Reader.to_dask` (a dask array a
-tensor, over the Zarr array: chunks read and decoded as tasks).
-"""
+"""The dask side of :func:`nncodecs.archive`: the containers' metadata created in one batch,
+the slab-writing tasks, and each tensor marked complete once every task has run."""
 
 from __future__ import annotations
 
@@ -22,10 +7,7 @@ import asyncio
 import functools
 import json
 import math
-import os
-import shutil
 import warnings
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,17 +19,11 @@ from nncodecs import _core
 from nncodecs.container import layout
 from nncodecs.container._store import open_store
 from nncodecs.container.names import escape
-from nncodecs.dtypes import as_numpy, dtype_name
-from nncodecs.outputs import (
-    OutputLock,
-    check_output,
-    is_url,
-    publish,
-    remove_stale,
-    temp_path,
-)
+from nncodecs.dtypes import dtype_name
+from nncodecs.formats.source import Tensor
+from nncodecs.outputs import check_output, is_url
 
-__all__ = ["ArchiveResult", "archive"]
+__all__ = ["ArchiveResult", "ArrayRows", "Model", "run"]
 
 #: A task writes at least about this many bytes (whole chunks) of an unsharded tensor.
 TASK_BYTES = 16 << 20
@@ -55,7 +31,7 @@ TASK_BYTES = 16 << 20
 
 @dataclass(frozen=True)
 class ArchiveResult:
-    """What :func:`archive` wrote: per container, its target and tensor count; the bytes."""
+    """What :func:`nncodecs.archive` wrote: each container's target; tensors, bytes, tasks."""
 
     targets: dict[str, str]
     tensors: int
@@ -73,99 +49,14 @@ class ArrayRows:
         return self.array[start:stop] if self.array.ndim else self.array
 
 
-class SafetensorsRows:
-    """Rows of a tensor in a safetensors file, read from the file by the task
-    itself (a byte range: nothing of the model goes through the graph)."""
-
-    def __init__(self, path: str, offset: int, dtype: np.dtype, shape: tuple[int, ...]) -> None:
-        self.path, self.offset, self.dtype, self.shape = path, offset, dtype, shape
-
-    def __call__(self, start: int, stop: int) -> np.ndarray:
-        row = math.prod(self.shape[1:]) * self.dtype.itemsize if self.shape else 0
-        if not self.shape:
-            start, stop, row = 0, 1, self.dtype.itemsize
-        with open(self.path, "rb") as f:
-            f.seek(self.offset + start * row)
-            raw = f.read((stop - start) * row)
-        arr = np.frombuffer(raw, dtype=self.dtype)
-        return arr.reshape((stop - start, *self.shape[1:])) if self.shape else arr.reshape(())
-
-
-@dataclass(frozen=True)
-class _Tensor:
-    name: str
-    dtype: np.dtype
-    shape: tuple[int, ...]
-    rows: Any  # (start, stop) -> the rows, picklable
-
-
 @dataclass
-class _Model:
+class Model:
+    """One container to write: its tensors (each with a picklable ``rows``) and metadata."""
+
     name: str
     target: str
-    tensors: list[_Tensor]
+    tensors: list[Tensor]
     metadata: dict[str, str]
-
-
-def _is_array(obj: Any) -> bool:
-    return hasattr(obj, "shape") and hasattr(obj, "dtype")
-
-
-def _plan_model(name: str, source: Any, target: str) -> _Model:
-    """The tensors of one model: a mapping of arrays, or a model file (its
-    tensors read by the tasks themselves where the format allows)."""
-    if isinstance(source, Mapping):
-        tensors = []
-        for tname, value in source.items():
-            arr = np.asarray(as_numpy(value), order="C")
-            dtype_name(arr.dtype)  # TypeError for an unsupported dtype
-            tensors.append(_Tensor(str(tname), arr.dtype, tuple(arr.shape), ArrayRows(arr)))
-        return _Model(name, target, tensors, {})
-    from nncodecs.formats.convert import (
-        _safetensors_files,
-        detect_format,
-        iter_source,
-        source_metadata,
-    )
-    from nncodecs.formats.safetensors import SafetensorsFile
-
-    path = Path(source)
-    fmt = detect_format(path)
-    if fmt == "container":
-        raise ValueError(f"{path}: already a container")
-    meta = source_metadata(path, fmt)  # so that decompress restores it like compress's
-    tensors = []
-    if fmt.startswith("safetensors"):
-        for file in _safetensors_files(path)[0]:
-            st = SafetensorsFile(file)
-            for tname, dtype, shape, begin, _ in st.entries:
-                rows = SafetensorsRows(str(file), st.data_start + begin, dtype, shape)
-                tensors.append(_Tensor(tname, dtype, shape, rows))
-    else:
-        for tname, value in iter_source(path, fmt):
-            arr = np.asarray(as_numpy(value), order="C")
-            tensors.append(_Tensor(tname, arr.dtype, tuple(arr.shape), ArrayRows(arr)))
-    meta["source.tensors"] = str(len(tensors))
-    return _Model(name, target, tensors, meta)
-
-
-def _plan(sources: Any, target: Any) -> list[_Model]:
-    """One model into ``target``, or many, each into ``target/<name>``."""
-    if str(target).endswith(".zip"):
-        raise ValueError("archive writes directory or URL containers, not a zip file")
-    target = str(target)
-    if isinstance(sources, Mapping) and all(_is_array(v) for v in sources.values()):
-        return [_plan_model("model", sources, target)]
-    if isinstance(sources, str | os.PathLike):
-        return [_plan_model(Path(sources).stem, sources, target)]
-    if isinstance(sources, Mapping):
-        named = list(sources.items())
-    else:
-        named = [(Path(s).name.split(".")[0], s) for s in sources]
-    names = [n for n, _ in named]
-    if len(set(names)) != len(names):
-        raise ValueError(f"two models would share a container name: {names}")
-    return [_plan_model(n, s, f"{target.rstrip('/')}/{n}") for n, s in named]
 
 
 def _slabs(z: Any, nbytes_row: int) -> list[tuple[int, int]]:
@@ -233,11 +124,11 @@ def _joined_crcs(written: list[list[tuple[str, int, int, int]]]) -> dict[str, in
     return out
 
 
-async def _create(models: list[_Model], options: dict | None, codec: str,
+async def _create(models: list[Model], options: dict | None, codec: str,
                   chunk_bytes: int) -> list[tuple[Any, Any, list[Any]]]:  # fmt: skip
     """Every container's group and arrays, created together (all at once)."""
 
-    async def one(m: _Model) -> tuple[Any, Any, list[Any]]:
+    async def one(m: Model) -> tuple[Any, Any, list[Any]]:
         store, _ = open_store(m.target, "w", options)
         # Mode "w" would empty what is there: an existing output is refused instead.
         if not is_url(m.target):
@@ -268,19 +159,19 @@ async def _create(models: list[_Model], options: dict | None, codec: str,
 
 
 async def _finish(
-    models: list[_Model], made: list[tuple[Any, Any, list[Any]]], crcs: dict[str, int]
+    models: list[Model], made: list[tuple[Any, Any, list[Any]]], crcs: dict[str, int]
 ) -> None:
     """Mark every tensor complete (with its CRC32C where its codec has no checksum), then
     each container's order and metadata (every container at once, each in that order)."""
 
-    def records(t: _Tensor, z: Any) -> dict[str, Any]:
+    def records(t: Tensor, z: Any) -> dict[str, Any]:
         out = {"name": t.name, "layout": "dense", "complete": True, "chunks": layout.CHUNKS_ALL,
                "shape": list(t.shape), "dtype": dtype_name(t.dtype)}  # fmt: skip
         if crcs:
             out["crc32c"] = crcs.get(z.path, 0)  # (an empty tensor has no slab: CRC 0)
         return out
 
-    async def one(m: _Model, store: Any, group: Any, arrays: list[Any]) -> None:
+    async def one(m: Model, store: Any, group: Any, arrays: list[Any]) -> None:
         await asyncio.gather(*(
             z.update_attributes({layout.ATTRS_KEY: records(t, z)})
             for t, z in zip(m.tensors, arrays, strict=True)
@@ -295,77 +186,9 @@ async def _finish(
         await asyncio.gather(*(one(m, *mk) for m, mk in zip(models, made, strict=True)))
 
 
-def archive(
-    sources: Any,
-    target: Any,
-    scheduler: Any = None,
-    *,
-    codec: str = "auto",
-    chunk_bytes: int = layout.CHUNK_BYTES,
-    storage_options: dict[str, Any] | None = None,
-    progress: bool = True,
-    overwrite: bool = False,
-) -> ArchiveResult:
-    """Compress models into containers with dask: every slab of whole shards a task.
-
-    Parameters
-    ----------
-    sources
-        One model: a mapping of tensor names to arrays (NumPy, torch CPU),
-        or a model file or directory (safetensors, GGUF, npz, torch, ONNX,
-        ztensor); its container is ``target``. Many models: a list of such
-        files, or a mapping of names to models; each goes to
-        ``target/<name>``.
-    target
-        A directory or an fsspec URL (``s3://bucket/prefix``).
-    scheduler
-        ``None`` (dask's threads), ``"threads"``, ``"processes"``,
-        ``"sync"``, a ``dask.distributed.Client``, or a scheduler address
-        (``"tcp://host:8786"``).
-    codec, chunk_bytes
-        As for :class:`nncodecs.Writer`.
-    storage_options
-        For URL targets: the filesystem's options (s3fs: ``endpoint_url``,
-        ``key``, ``secret``). The tasks carry them to the workers.
-    progress
-        Show dask's progress bar while the tasks run.
-    overwrite
-        Replace an existing local container (only a container: any other
-        existing file or non-empty directory is refused). A local container
-        is written under a temporary name and renamed into place when every
-        task has finished; a URL target is written in place.
-    """
-    layout.codec_settings(codec)  # validates the name
-    models = _plan(sources, target)
-    finals: list[tuple[Path, Path]] = []  # (temporary, named) of local containers
-    locks: list[OutputLock] = []  # one writer per local container, as for Writer
-    try:
-        for m in models:
-            if not is_url(m.target):
-                named = Path(m.target.removeprefix("file://"))
-                check_output(named, overwrite)
-                locks.append(OutputLock(named).acquire())
-                remove_stale(named)  # (may put back a previous container: checked again)
-                check_output(named, overwrite)
-                finals.append((temp_path(named), named))
-                m.target = str(finals[-1][0])
-        result = _archive(models, storage_options, codec, chunk_bytes, scheduler, progress)
-        for temp, named in finals:
-            publish(temp, named, overwrite)
-    except BaseException:
-        for temp, _ in finals:
-            shutil.rmtree(temp, ignore_errors=True)
-        raise
-    finally:
-        for lock in locks:
-            lock.release()
-    named_of = {str(temp): str(named) for temp, named in finals}
-    targets = {name: named_of.get(t, t) for name, t in result.targets.items()}
-    return ArchiveResult(targets, result.tensors, result.nbytes, result.tasks)
-
-
-def _archive(models: list[_Model], storage_options: dict[str, Any] | None, codec: str,
-             chunk_bytes: int, scheduler: Any, progress: bool) -> ArchiveResult:  # fmt: skip
+def run(models: list[Model], storage_options: dict[str, Any] | None, codec: str,
+        chunk_bytes: int, scheduler: Any, progress: bool) -> ArchiveResult:  # fmt: skip
+    """Create the containers, write every slab as a dask task, then finish them."""
     from zarr.core.sync import sync
 
     made = sync(_create(models, storage_options, codec, int(chunk_bytes)))

@@ -1,0 +1,70 @@
+"""The ``nncodecs`` command: compress, decompress, info, verify, merge, convert.
+
+``main`` runs one; the parser is in ``parser``, the commands in ``commands`` and ``info``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from nncodecs.cli.parser import build_parser
+
+__all__ = ["main"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command; errors are one line on stderr: exit 1, or 2 for a usage error."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    _terminate_as_interrupt()
+    try:
+        return args.fn(args)
+    except KeyboardInterrupt:
+        print("nncodecs: interrupted", file=sys.stderr)
+        _quiet_exit()
+        return 130
+    except Exception as exc:  # one line for people, not a traceback
+        from nncodecs.errors import CorruptDataError
+
+        kind = "corrupt data" if isinstance(exc, CorruptDataError) else "error"
+        text = " ".join(str(exc).split()) or type(exc).__name__
+        print(f"nncodecs: {kind}: {_with_path(text, exc, args)}", file=sys.stderr)
+        _quiet_exit()
+        return 1
+
+
+def _terminate_as_interrupt() -> None:
+    """SIGTERM (a kill, a scheduler's stop) ends the run as Ctrl-C does: the output is
+    not published, its temporary and lock are removed, one line is printed."""
+    import signal
+    import threading
+
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, stop)
+
+
+def _with_path(text: str, exc: Exception, args: argparse.Namespace) -> str:
+    """The message names a path the user gave: an error from deep down (a full disk, a
+    tensor's dtype) gets the output's (for errors of the file system) or the input's."""
+    inputs = [getattr(args, "input", None), *(getattr(args, "inputs", None) or [])]
+    named = [str(p) for p in (*inputs, getattr(args, "output", None)) if p]
+    if any(p in text for p in named):
+        return text
+    output = getattr(args, "output", None)
+    if isinstance(exc, OSError) and output and not getattr(exc, "filename", None):
+        return f"{output}: {text}"
+    return f"{named[0]}: {text}" if named else text
+
+
+def _quiet_exit() -> None:
+    """After an error, Zarr's event loop may still hold tasks of the failed call; at exit
+    asyncio would print "Task was destroyed but it is pending!" for each. The error line
+    is what the user needs: silence asyncio's logger for the rest of the process."""
+    import logging
+
+    logging.getLogger("asyncio").setLevel(logging.CRITICAL + 1)

@@ -1,0 +1,122 @@
+"""The commands but ``info``: each parses nothing, calls the formats API, prints a line."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from nncodecs.cli.info import of_source, source_count
+from nncodecs.cli.progress import ProgressBar, human
+
+__all__ = ["cmd_compress", "cmd_convert", "cmd_decompress", "cmd_merge", "cmd_verify"]
+
+
+def cmd_compress(args: argparse.Namespace) -> int:
+    from nncodecs.formats import compress
+
+    src = Path(args.input)
+    if args.dask is not None:
+        return _compress_dask(args, src)
+    out = args.output or str(src.with_name(src.name + ".zarr.zip"))
+    bar = ProgressBar("compress", args.quiet)
+    fmt = compress(
+        src,
+        out,
+        codec=args.codec,
+        threads=args.threads,
+        chunk_bytes=args.chunk_bytes,
+        progress=bar,
+        force=args.force,
+    )
+    bar.finish()
+    if not args.quiet:
+        _report(src, fmt, out)
+    return 0
+
+
+def _report(src: Path, fmt: str, out: str) -> None:
+    original = _size(src)
+    if "://" in out:
+        print(f"{src} ({fmt}, {human(original)}) -> {out}")
+        return
+    stored = _size(Path(out))
+    print(
+        f"{src} ({fmt}, {human(original)}) -> {out} ({human(stored)}, "
+        f"ratio {stored / max(original, 1):.4f})"
+    )
+
+
+def _compress_dask(args: argparse.Namespace, src: Path) -> int:
+    """``compress --dask [ADDRESS]``: slabs of shards as dask tasks (nncodecs.archive)."""
+    from nncodecs.formats import archive, check_container_name
+    from nncodecs.outputs import check_output
+
+    if not args.output or args.output.endswith(".zip"):
+        raise ValueError("--dask writes a directory or URL container: give -o NAME.zarr")
+    kwargs: dict[str, Any] = {"codec": args.codec, "progress": not args.quiet}
+    if args.chunk_bytes:
+        kwargs["chunk_bytes"] = args.chunk_bytes
+    scheduler = None if args.dask == "threads" else args.dask
+    if "://" not in args.output:
+        check_container_name(Path(args.output))
+        check_output(Path(args.output), args.force, inputs=(src,))
+    result = archive(src, args.output, scheduler=scheduler, overwrite=args.force, **kwargs)
+    if not args.quiet:
+        print(f"{src} -> {args.output}: {result.tensors} tensors, {human(result.nbytes)} in "
+              f"{result.tasks} tasks")  # fmt: skip
+    return 0
+
+
+def cmd_decompress(args: argparse.Namespace) -> int:
+    from nncodecs.formats import decompress, default_output
+
+    src = Path(args.input)
+    out = args.output or str(default_output(src))  # a str: Path would turn s3:// into s3:/
+    bar = ProgressBar("decompress", args.quiet)
+    fmt = decompress(src, out, fmt=args.format, progress=bar, force=args.force)
+    bar.finish()
+    if not args.quiet:
+        print(f"{src} -> {out} ({fmt}, {human(_size(Path(out)))})")
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from nncodecs import Reader
+    from nncodecs.errors import CorruptDataError
+
+    with Reader(args.input) as r:
+        r.verify()
+        count = source_count(r.metadata)
+        if count is not None and count != len(r):
+            raise CorruptDataError(
+                f"{args.input}: {len(r)} tensors, but the source had {count}: some are missing"
+            )
+        if not args.quiet:
+            print(f"{args.input}: {len(r)} tensors, every checksum holds{of_source(count)}")
+    return 0
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from nncodecs.formats import merge_containers
+
+    merge_containers(args.inputs, args.output, codec=args.codec, force=args.force)
+    if not args.quiet:
+        print(f"{len(args.inputs)} containers -> {args.output}")
+    return 0
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    """By what the input is and what -o's suffix names (:func:`nncodecs.formats.convert`)."""
+    from nncodecs.formats import convert
+
+    fmt = convert(args.input, args.output, fmt=args.format, codec=args.codec, force=args.force)
+    if not args.quiet:
+        print(f"{Path(args.input)} -> {args.output} ({fmt})")
+    return 0
+
+
+def _size(path: Path) -> int:
+    if path.is_dir():
+        return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+    return path.stat().st_size

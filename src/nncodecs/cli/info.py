@@ -1,0 +1,112 @@
+"""``nncodecs info``: a container's or a model file's tensors, from headers only."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from nncodecs.cli.progress import human
+
+__all__ = ["cmd_info", "of_source", "source_count"]
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    from nncodecs.formats import detect_format
+
+    src = Path(args.input)
+    fmt = detect_format(src)
+    count = None
+    if fmt == "container":
+        rows, count = _container_rows(src)
+    else:
+        rows = _file_rows(src, fmt)
+    total_n = sum(r["nbytes"] for r in rows)
+    total_s = sum(r["stored_bytes"] for r in rows)
+    if args.json:
+        doc = {"format": fmt, "tensors": rows, "nbytes": total_n, "stored_bytes": total_s}
+        if fmt == "container":
+            doc["source_tensors"] = count
+        print(json.dumps(doc))
+        return 0
+    table = [
+        (
+            r["name"],
+            r["dtype"],
+            "x".join(map(str, r["shape"])) or "()",
+            human(r["stored_bytes"]),
+            f"{r['stored_bytes'] / r['nbytes'] if r['nbytes'] else 1.0:.4f}",
+            r["codec"],
+        )
+        for r in rows
+    ]
+    head = ("tensor", "dtype", "shape", "stored", "ratio", "codec")
+    widths = [max([len(head[i])] + [len(t[i]) for t in table]) for i in range(len(head))]
+    right = (False, False, False, True, True, False)
+
+    def line(cells: tuple[str, ...]) -> str:
+        return "  ".join(
+            c.rjust(w) if r else c.ljust(w) for c, w, r in zip(cells, widths, right, strict=True)
+        ).rstrip()
+
+    print(line(head))
+    for t in table:
+        print(line(t))
+    ratio = total_s / total_n if total_n else 1.0
+    print(
+        f"{len(rows)} tensors ({fmt}): {human(total_n)} -> {human(total_s)} stored, "
+        f"ratio {ratio:.4f}{of_source(count)}"
+    )
+    return 0
+
+
+def of_source(count: int | None) -> str:
+    return "" if count is None else f"; the source had {count} tensors"
+
+
+def source_count(metadata: dict[str, str]) -> int | None:
+    """The number of tensors the container's source had, where it recorded it."""
+    try:
+        return int(metadata["source.tensors"])
+    except (KeyError, ValueError):
+        return None
+
+
+def _container_rows(src: Path) -> tuple[list[dict[str, Any]], int | None]:
+    from nncodecs import Reader
+
+    with Reader(src) as r:
+        rows = [
+            {
+                "name": i.name,
+                "dtype": i.dtype,
+                "shape": list(i.shape),
+                "layout": i.layout,
+                "nbytes": i.nbytes,
+                "stored_bytes": i.stored_bytes,
+                "codec": i.codec,
+            }
+            for i in (r.info(n) for n in r)
+        ]
+        return rows, source_count(r.metadata)
+
+
+def _file_rows(src: Path, fmt: str) -> list[dict[str, Any]]:
+    """Every tensor's dtype and shape from the file's header: no tensor is read."""
+    from nncodecs.dtypes import dtype_name
+    from nncodecs.formats import open_source
+
+    with open_source(src, fmt) as source:
+        return [
+            {
+                "name": t.name,
+                "dtype": dtype_name(t.dtype),
+                "shape": list(t.shape),
+                "layout": "dense",
+                "nbytes": t.nbytes,
+                "stored_bytes": t.nbytes,
+                "codec": "none",
+            }
+            for t in source.tensors()
+        ]

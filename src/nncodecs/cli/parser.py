@@ -1,0 +1,142 @@
+"""The command line: every command, its arguments, their help and an example each."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+from nncodecs.cli.commands import (
+    cmd_compress,
+    cmd_convert,
+    cmd_decompress,
+    cmd_merge,
+    cmd_verify,
+)
+from nncodecs.cli.info import cmd_info
+
+__all__ = ["build_parser"]
+
+EXAMPLES = {
+    "compress": "nncodecs compress model.safetensors            # -> model.safetensors.zarr.zip",
+    "decompress": "nncodecs decompress model.safetensors.zarr.zip  # -> model.safetensors",
+    "info": "nncodecs info model.safetensors.zarr.zip --json",
+    "verify": "nncodecs verify model.safetensors.zarr.zip       # exit 0 when every checksum holds",
+    "merge": "nncodecs merge a.zarr.zip b.zarr.zip -o ab.zarr.zip",
+    "convert": "nncodecs convert model.npz -o model.zarr.zip    # or a container -o model.npz",
+}
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("nncodecs")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+CODECS = ["auto", "rans", "huffman", "zstd", "raw"]
+CODEC_HELP = "codec of every tensor: auto (the fused weights codec, default), rans, huffman, " \
+    "zstd or raw"  # fmt: skip
+FORCE_HELP = "replace an existing output (a directory only if it is an nncodecs container)"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from nncodecs.formats import READ_FORMATS, WRITE_FORMATS
+
+    reads = ", ".join(READ_FORMATS)
+    writes = ", ".join(WRITE_FORMATS.values())
+    parser = argparse.ArgumentParser(
+        prog="nncodecs",
+        description="Lossless compression of neural-network weights into Zarr containers. "
+        f"Reads {reads}; restores {writes}.",
+        epilog="examples:\n" + "\n".join(f"  {e}" for e in EXAMPLES.values()),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"nncodecs {_version()}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def command(name: str, help_: str, fn: Callable[[argparse.Namespace], int]) -> Any:
+        p = sub.add_parser(
+            name,
+            help=help_,
+            description=help_,
+            epilog=f"example:\n  {EXAMPLES[name]}",
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        p.set_defaults(fn=fn)
+        p.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no summary")
+        return p
+
+    p = command(
+        "compress",
+        f"compress a model file ({reads}) or a directory of safetensors shards",
+        cmd_compress,
+    )
+    p.add_argument("input", help="the model file, or a directory of shards")
+    p.add_argument("-o", "--output", help="the container: NAME.zarr.zip (one file), NAME.zarr "
+                   "(a directory) or a URL (default: INPUT.zarr.zip)")  # fmt: skip
+    p.add_argument("--codec", default="auto", choices=CODECS, help=CODEC_HELP)
+    p.add_argument("--threads", type=_positive, default=None, help="threads (default: every core)")
+    p.add_argument(
+        "--chunk-bytes", type=_positive, default=None,
+        help="chunk size in bytes along a tensor's first axis (the random-access unit)",
+    )  # fmt: skip
+    p.add_argument("-f", "--force", action="store_true", help=FORCE_HELP)
+    p.add_argument(
+        "--dask", nargs="?", const="threads", default=None, metavar="ADDRESS",
+        help="encode and write slabs of shards as dask tasks: on threads, or on the "
+        "dask.distributed scheduler at ADDRESS (or 'processes'); -o NAME.zarr or a URL",
+    )  # fmt: skip
+
+    p = command(
+        "decompress",
+        f"restore the original file ({writes}; safetensors and GGUF byte-identical)",
+        cmd_decompress,
+    )
+    p.add_argument("input", help="the container")
+    p.add_argument("-o", "--output", help="where to (default: INPUT without .zarr.zip, with the "
+                   "suffix of the format it is restored to)")  # fmt: skip
+    p.add_argument(
+        "--format", choices=list(WRITE_FORMATS.values()), default=None,
+        help="the format to write (default: -o's suffix, else the source's)",
+    )  # fmt: skip
+    p.add_argument("-f", "--force", action="store_true", help=FORCE_HELP)
+
+    p = command("info", "list the tensors of a container or a model file", cmd_info)
+    p.add_argument("input", help="a container or a model file")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+    p = command("verify", "decode everything and check every checksum", cmd_verify)
+    p.add_argument("input", help="the container")
+
+    p = command("merge", "merge containers into one", cmd_merge)
+    p.add_argument("inputs", nargs="+", help="the containers (tensor names must not repeat)")
+    p.add_argument("-o", "--output", required=True, help="the new container")
+    p.add_argument("--codec", default="auto", choices=CODECS, help=CODEC_HELP)
+    p.add_argument("-f", "--force", action="store_true", help=FORCE_HELP)
+
+    p = command(
+        "convert",
+        "a model file to a container or another model file, a container to a model file "
+        "(-o's suffix decides: .safetensors, .npz, .gguf, else a container)",
+        cmd_convert,
+    )
+    p.add_argument("input", help="a model file or a container")
+    p.add_argument("-o", "--output", required=True, help="the output; its suffix picks the format")
+    p.add_argument("--codec", default="auto", choices=CODECS, help=CODEC_HELP + " (containers)")
+    p.add_argument("--format", choices=list(WRITE_FORMATS.values()), default=None,
+                   help="the model format to write, whatever -o's suffix")  # fmt: skip
+    p.add_argument("-f", "--force", action="store_true", help=FORCE_HELP)
+    return parser

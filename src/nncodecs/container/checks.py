@@ -1,0 +1,104 @@
+"""What a Reader checks around a whole-tensor read, and the chunk frames that
+it (and a device read) takes straight from storage instead of through Zarr.
+
+The checks of every key a Reader reads are :class:`nncodecs.container._store.CheckedStore`'s.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from nncodecs import _core
+from nncodecs.codecs.weights import NumcodecsWeights, Weights
+from nncodecs.container import layout, storage
+from nncodecs.errors import CorruptDataError
+
+__all__ = ["check_crc", "check_size", "chunk_frames"]
+
+#: Tensors up to this size are read without checking their declared size first.
+_SIZE_CHECK_FROM = 64 << 20
+#: A tensor that declares more than this many times its stored bytes has its
+#: frames' own sizes checked before its output is allocated.
+_RATIO_CHECK = 64
+
+
+def check_crc(name: str, z: Any, value: Any, part: str | None = None) -> None:
+    """A whole array's bytes against the CRC32C recorded at write (raw, zstd)."""
+    attrs = z.attrs.get(layout.ATTRS_KEY)
+    want = attrs.get("crc32c") if isinstance(attrs, dict) else None
+    if want is None:
+        return
+    got = _core.crc32c(np.ascontiguousarray(value).reshape(-1).view(np.uint8))
+    if got != want:
+        what = f"tensor {name!r}" + (f" ({part})" if part else "")
+        raise CorruptDataError(f"{what}: CRC32C {got:#010x}, recorded {want:#010x}")
+
+
+def check_size(z: Any, store: Any) -> None:
+    """Before a large array's output is allocated: its declared size against its
+    stored chunks (a forged shape in zarr.json must not allocate gigabytes).
+
+    A declared size past _RATIO_CHECK times the stored bytes has the chunks'
+    own decoded sizes read from their frames (those bytes are small, by that
+    very ratio); an array recorded as fully written must have every chunk.
+    """
+    nbytes = int(z.nbytes)
+    if nbytes <= _SIZE_CHECK_FROM:
+        return
+    stored = storage.stored_nbytes(store, z.path)
+    if nbytes <= stored * _RATIO_CHECK:
+        return
+    names = [c["name"] for c in z.metadata.to_dict()["codecs"]]
+    chunk_nbytes = math.prod(z.chunks) * z.dtype.itemsize
+    frames = chunk_frames(z, fill=False)
+    if frames is None:
+        raise CorruptDataError(
+            f"declares {nbytes} bytes ({'+'.join(names)}) in {stored} stored bytes"
+        )
+    present = [f for f in frames if f is not None]
+    if z.path in store.strict and len(present) != len(frames):
+        raise CorruptDataError(f"{len(frames) - len(present)} of {len(frames)} chunks are missing")
+    for frame in present:
+        got = _decoded_len(frame, chunk_nbytes)
+        if got != chunk_nbytes:
+            raise CorruptDataError(
+                f"declares chunks of {chunk_nbytes} bytes; a stored one decodes to {got}"
+            )
+
+
+def _decoded_len(frame: np.ndarray, limit: int) -> int:
+    """The size a weights or zstd frame says it decodes to (-1: it does not say)."""
+    if frame[:4].tobytes() == b"\x28\xb5\x2f\xfd":
+        import zstandard
+
+        try:
+            return int(zstandard.frame_content_size(frame.tobytes()))
+        except zstandard.ZstdError:
+            return -1
+    try:
+        info = _core.frame_index(frame, max(limit, 1), int(frame.size))
+    except (ValueError, RuntimeError):
+        return -1
+    return int(info["decoded_len"]) if info else -1
+
+
+def chunk_frames(z: Any, fill: bool = True) -> list[Any] | None:
+    """The ``weights`` (or, without ``fill``, ``zstd``) frames of an array's chunks,
+    in order, as the Writer lays them out (see :func:`storage.grid`); ``None``
+    for any other codec or layout. A chunk never written (all fill value) gets
+    a frame of fill values, encoded here (without ``fill``: ``None``)."""
+    codecs = storage.inner_codecs(z)
+    if codecs is None:
+        return None
+    names = [c["name"] for c in codecs]
+    if names != [Weights.codec_id] and (fill or names != ["bytes", "zstd"]):
+        return None
+    chunks = storage.chunk_bytes([z])[0]
+    if chunks is None or not fill or all(c is not None for c in chunks):
+        return chunks
+    data = np.full(z.chunks, z.fill_value, dtype=z.dtype)
+    filler = np.frombuffer(NumcodecsWeights(**codecs[0]["configuration"]).encode(data), np.uint8)
+    return [filler if c is None else c for c in chunks]

@@ -1,0 +1,125 @@
+"""Sparse and quantized tensors: a sub-group of arrays (its parts) a tensor.
+
+CSR / CSC: ``data``, ``indices``, ``indptr``; COO: ``coords`` (ndim x nnz) and
+``data``; MXFP4 / NVFP4: ``blocks`` and ``scales``. The ``*_parts`` functions
+check what a Writer is given and return the parts and the extra attributes
+(``shape`` for sparse tensors); :func:`assemble` makes the tensor a Reader
+returns from the parts it read.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from nncodecs.container.arrays import convert, to_host_array
+from nncodecs.dtypes import dtype_name
+
+__all__ = [
+    "assemble",
+    "compressed_parts",
+    "coo_parts",
+    "quantized_parts",
+    "scipy_parts",
+]
+
+Parts = tuple[str, dict[str, np.ndarray], dict[str, Any]]  # (layout, parts, extra attributes)
+
+
+def _shape(shape: Any) -> list[int]:
+    out = [int(d) for d in shape]
+    if any(d < 0 for d in out):
+        raise ValueError(f"a shape has no negative sizes, got {shape}")
+    return out
+
+
+def coo_parts(name: str, coords: Any, data: Any, shape: Any) -> Parts:
+    """A COO tensor: ``coords`` of shape (ndim, nnz) and ``data`` of nnz values."""
+    coords = np.asarray(to_host_array(coords))
+    data = np.asarray(to_host_array(data))
+    shape = _shape(shape)
+    if coords.ndim != 2 or coords.shape != (len(shape), data.size) or data.ndim != 1:
+        raise ValueError(
+            f"tensor {name!r}: COO coords must be (ndim={len(shape)}, nnz={data.size}), "
+            f"got {coords.shape} with data {data.shape}"
+        )
+    if coords.size and (coords.min() < 0 or (coords.max(axis=1) >= np.array(shape)).any()):
+        raise ValueError(f"tensor {name!r}: COO coordinates outside the shape {shape}")
+    return "coo", {"coords": coords, "data": data}, {"shape": shape}
+
+
+def compressed_parts(
+    fmt: str, name: str, data: Any, indices: Any, indptr: Any, shape: Any
+) -> Parts:
+    """A CSR or CSC matrix (``fmt``) from its arrays."""
+    data, indices, indptr = (np.asarray(to_host_array(a)) for a in (data, indices, indptr))
+    shape = _shape(shape)
+    major = shape[0] if fmt == "csr" else shape[1]
+    minor = shape[1] if fmt == "csr" else shape[0]
+    if len(shape) != 2 or indptr.shape != (major + 1,) or data.shape != indices.shape:
+        raise ValueError(
+            f"tensor {name!r}: {fmt.upper()} of shape {shape} needs indptr of {major + 1} "
+            f"and data / indices of one length, got {indptr.shape}, {data.shape}, "
+            f"{indices.shape}"
+        )
+    if indptr.size and (indptr[0] != 0 or indptr[-1] != data.size or (np.diff(indptr) < 0).any()):
+        raise ValueError(f"tensor {name!r}: indptr must rise from 0 to nnz={data.size}")
+    if indices.size and (indices.min() < 0 or indices.max() >= minor):
+        raise ValueError(f"tensor {name!r}: indices outside 0..{minor - 1}")
+    return fmt, {"data": data, "indices": indices, "indptr": indptr}, {"shape": shape}
+
+
+def scipy_parts(name: str, matrix: Any) -> Parts:
+    """A SciPy sparse matrix: CSR, CSC and COO as they are, other formats as CSR."""
+    fmt = matrix.format
+    if fmt in ("csr", "csc"):
+        return compressed_parts(fmt, name, matrix.data, matrix.indices, matrix.indptr, matrix.shape)
+    if fmt == "coo":
+        return coo_parts(name, np.vstack([matrix.row, matrix.col]), matrix.data, matrix.shape)
+    return scipy_parts(name, matrix.tocsr())
+
+
+def quantized_parts(name: str, blocks: Any, scales: Any, scheme: str) -> Parts:
+    """An MXFP4 or NVFP4 weight as its pair (see :meth:`nncodecs.Writer.add_quantized`)."""
+    block = {"mxfp4": 32, "nvfp4": 16}.get(scheme)
+    if block is None:
+        raise ValueError(f"scheme must be 'mxfp4' or 'nvfp4', got {scheme!r}")
+    blocks = np.asarray(to_host_array(blocks))
+    scales = np.asarray(to_host_array(scales))
+    want = "uint8" if scheme == "mxfp4" else "float8_e4m3fn"
+    if blocks.dtype != np.uint8 or dtype_name(scales.dtype) != want:
+        raise TypeError(
+            f"tensor {name!r}: {scheme} needs uint8 blocks and {want} scales, "
+            f"got {blocks.dtype} and {scales.dtype}"
+        )
+    if (
+        blocks.ndim < 1
+        or scales.shape[:-1] != blocks.shape[:-1]
+        or scales.shape[-1] * block != blocks.shape[-1] * 2
+    ):
+        raise ValueError(
+            f"tensor {name!r}: {scheme} scales {scales.shape} do not cover blocks "
+            f"{blocks.shape} ({block} values a scale, 2 a byte)"
+        )
+    return scheme, {"blocks": blocks, "scales": scales}, {}
+
+
+def assemble(name: str, kind: str, parts: dict[str, np.ndarray], attrs: dict, to: str) -> Any:
+    """The tensor a Reader returns from its parts: an MXFP4 / NVFP4 pair
+    (``to``: its arrays' kind), a SciPy matrix (``to="scipy"``) or a dict of
+    the NumPy parts and ``shape``."""
+    if kind in ("mxfp4", "nvfp4"):
+        pair = (parts["blocks"], parts["scales"])
+        return tuple(convert(a, to) for a in pair) if to != "numpy" else pair
+    shape = tuple(attrs["shape"])
+    if to == "scipy":
+        import scipy.sparse
+
+        if kind == "coo":
+            return scipy.sparse.coo_matrix((parts["data"], tuple(parts["coords"])), shape=shape)
+        make = scipy.sparse.csr_matrix if kind == "csr" else scipy.sparse.csc_matrix
+        return make((parts["data"], parts["indices"], parts["indptr"]), shape=shape)
+    if to == "numpy":
+        return {**parts, "shape": shape}
+    raise ValueError(f"tensor {name!r} is {kind}: read it with to='scipy' or to='numpy'")

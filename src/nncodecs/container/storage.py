@@ -1,0 +1,232 @@
+"""Where a container's chunks lie in a Zarr store: the one module that knows.
+
+Chunk keys (Zarr v3's default encoding, ``<array>/c/<i>/<j>...``), the chunk
+grid nncodecs writes (chunks along the first axis only, in shards or not),
+the index at the end of a shard, and batched reads and writes of many
+chunks, of many arrays, in one call on Zarr's event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from zarr.core.buffer import default_buffer_prototype
+from zarr.core.sync import sync
+
+from nncodecs import _core
+from nncodecs.errors import CorruptDataError
+
+__all__ = [
+    "EMPTY",
+    "Grid",
+    "ShardIndex",
+    "chunk_bytes",
+    "exist_many",
+    "get_many",
+    "grid",
+    "index_nbytes",
+    "inner_codecs",
+    "parse_chunk_key",
+    "read_many",
+    "set_many",
+    "shard_index",
+    "single_chunk_key",
+    "stored_nbytes",
+]
+
+#: A shard-index entry (offset and length) of a chunk never written.
+EMPTY = 2**64 - 1
+
+
+def single_chunk_key(ndim: int) -> str:
+    """The key of chunk (0, ..., 0), relative to its array, under Zarr v3's
+    default chunk key encoding."""
+    return "/".join(["c"] + ["0"] * ndim)
+
+
+def parse_chunk_key(key: str, arrays: Mapping[str, Any]) -> tuple[Any, tuple[int, ...]] | None:
+    """(``arrays[path]``, chunk coordinates) of a chunk key of one of ``arrays``
+    (keyed by array path); ``None`` for any other key."""
+    parts = key.split("/")
+    for j in range(len(parts) - 1, 0, -1):
+        if parts[j] == "c":
+            node = arrays.get("/".join(parts[:j]))
+            if node is not None:
+                try:
+                    return node, tuple(int(p) for p in parts[j + 1 :])
+                except ValueError:
+                    return None
+    return None
+
+
+def stored_nbytes(store: Any, path: str) -> int:
+    """The bytes of an array's chunks in a store."""
+    return int(sync(store.getsize_prefix(f"{path}/c")))
+
+
+# -- the grid and the shard index -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Grid:
+    """The chunk grid of an array laid out as nncodecs writes them."""
+
+    count: int  # chunks along the first (only chunked) axis
+    per: int  # chunks per shard, 0 when unsharded
+
+    @property
+    def objects(self) -> int:
+        """The stored objects: shards, or chunks when unsharded."""
+        return -(-self.count // self.per) if self.per else self.count
+
+    def inner(self, shard: int) -> int:
+        """Chunks in shard ``shard`` (the last one may hold fewer)."""
+        return min(self.per, self.count - shard * self.per)
+
+
+def grid(z: Any) -> Grid | None:
+    """The grid of an array chunked along its first axis only, in shards or
+    not; ``None`` for any other layout."""
+    shape, chunks = tuple(z.shape), tuple(z.chunks)
+    if shape and tuple(chunks[1:]) != tuple(max(1, d) for d in shape[1:]):
+        return None
+    count = -(-shape[0] // chunks[0]) if shape else 1
+    if math.prod(shape) == 0:
+        count = 0
+    per = 0
+    if z.shards is not None:
+        if tuple(z.shards[1:]) != tuple(chunks[1:]):
+            return None
+        per = z.shards[0] // chunks[0]
+    return Grid(count, per)
+
+
+def index_nbytes(per: int) -> int:
+    """The bytes of a shard's index: an (offset, length) pair of uint64 a chunk, then a CRC32C."""
+    return 16 * per + 4
+
+
+@dataclass(frozen=True)
+class ShardIndex:
+    """The index at the end of a shard (or the index alone, read as a suffix)."""
+
+    spans: np.ndarray  # (per, 2) uint64: offset and length of each chunk, EMPTY if absent
+    crc_ok: bool  # the index matches its CRC32C
+    body: int  # the bytes before the index (where the chunks must lie)
+
+
+def shard_index(tail: np.ndarray, per: int) -> ShardIndex | None:
+    """The index of a shard (``tail``: the shard, or its last bytes); ``None``
+    when ``tail`` is too short to hold one."""
+    size = index_nbytes(per)
+    if tail.size < size:
+        return None
+    index = tail[tail.size - size :]
+    crc_ok = _core.crc32c(index[:-4]) == int.from_bytes(index[-4:].tobytes(), "little")
+    spans = index[:-4].view("<u8").reshape(per, 2)
+    return ShardIndex(spans, crc_ok, int(tail.size - size))
+
+
+def inner_codecs(z: Any) -> list[dict] | None:
+    """The codecs of each chunk (inside its shard, if sharded); ``None`` for
+    shards whose index is laid out otherwise than at the end, CRC32C-checked."""
+    codecs = list(z.metadata.to_dict()["codecs"])
+    if not (len(codecs) == 1 and codecs[0]["name"] == "sharding_indexed"):
+        return codecs
+    config = codecs[0]["configuration"]
+    index = [c["name"] for c in config["index_codecs"]]
+    if config["index_location"] != "end" or index != ["bytes", "crc32c"]:
+        return None
+    return list(config["codecs"])
+
+
+# -- batched reads and writes -----------------------------------------------------------
+
+
+async def get_many(store: Any, keys: list[str]) -> list[Any]:
+    """The buffers of many keys (``None`` where absent), read concurrently."""
+    proto = default_buffer_prototype()
+    return list(await asyncio.gather(*(store.get(k, prototype=proto) for k in keys)))
+
+
+def read_many(store: Any, keys: list[str]) -> list[Any]:
+    """:func:`get_many` from synchronous code: one call on Zarr's event loop."""
+    return sync(get_many(store, keys))
+
+
+async def exist_many(store: Any, keys: list[str]) -> list[bool]:
+    """Whether each key is in the store."""
+    return list(await asyncio.gather(*(store.exists(k) for k in keys)))
+
+
+async def set_many(store: Any, items: Mapping[str, bytes]) -> None:
+    """Store many values, concurrently."""
+    buffer = default_buffer_prototype().buffer
+    await asyncio.gather(*(store.set(k, buffer.from_bytes(v)) for k, v in items.items()))
+
+
+def chunk_bytes(arrays: list[Any]) -> list[list[np.ndarray | None] | None]:
+    """The stored bytes of every chunk of each array (arrays of one store), in
+    grid order (``None`` for a chunk never written), every shard of every
+    array read in one batch.
+
+    An array not laid out as nncodecs writes them (see :func:`grid`,
+    :func:`inner_codecs`) gets ``None``. A shard whose index fails its
+    CRC32C, or points past the shard's chunks, is a CorruptDataError."""
+    plans: list[tuple[Any, Grid] | None] = []
+    keys: list[str] = []
+    for z in arrays:
+        g = grid(z)
+        if g is None or inner_codecs(z) is None:
+            plans.append(None)
+            continue
+        plans.append((z, g))
+        ndim = len(z.shape)
+        keys += [_chunk_key(z, (i, *[0] * (ndim - 1)) if ndim else ()) for i in range(g.objects)]
+    buffers = iter(read_many(arrays[0].store_path.store, keys) if keys else [])
+    out: list[list[np.ndarray | None] | None] = []
+    for plan in plans:
+        if plan is None:
+            out.append(None)
+            continue
+        z, g = plan
+        if not g.per:
+            out.append([_bytes_of(next(buffers)) for _ in range(g.count)])
+            continue
+        chunks: list[np.ndarray | None] = []
+        for s in range(g.objects):
+            chunks += _shard_chunks(z, s, g, _bytes_of(next(buffers)))
+        out.append(chunks)
+    return out
+
+
+def _chunk_key(z: Any, coords: tuple[int, ...]) -> str:
+    prefix, key = z.store_path.path, z.metadata.encode_chunk_key(coords)
+    return f"{prefix}/{key}" if prefix else key
+
+
+def _bytes_of(buf: Any) -> np.ndarray | None:
+    return None if buf is None else np.frombuffer(buf.to_bytes(), np.uint8)
+
+
+def _shard_chunks(z: Any, s: int, g: Grid, raw: np.ndarray | None) -> list[np.ndarray | None]:
+    inner = g.inner(s)
+    if raw is None:
+        return [None] * inner
+    index = shard_index(raw, g.per)
+    if index is None or not index.crc_ok:
+        raise CorruptDataError(f"shard {s} of {z.path!r}: its chunk index fails its CRC32C")
+    chunks: list[np.ndarray | None] = []
+    for offset, length in index.spans[:inner].tolist():
+        if offset == length == EMPTY:
+            chunks.append(None)
+        elif offset + length > index.body:
+            raise CorruptDataError(f"shard {s} of {z.path!r}: a chunk passes its end")
+        else:
+            chunks.append(raw[offset : offset + length])
+    return chunks

@@ -1,0 +1,150 @@
+"""Archive many tensors, shards or whole models in parallel, as dask tasks.
+
+:func:`archive` plans every model first, then creates all their Zarr
+metadata in one batch (groups, arrays, attributes), then encodes and writes
+the data as dask tasks, one per slab of whole shards (or of whole chunks,
+for unsharded arrays; small tensors whole, several to a task): no two tasks
+write the same object. Last, each
+tensor is marked complete and each container's order and metadata written,
+so a run that dies leaves no tensor that reads back wrong (a Reader skips
+incomplete ones). Tasks run on dask's threaded scheduler by default, on
+``"processes"``, or on a ``dask.distributed`` cluster given as a ``Client``
+or an address; they carry what they need (the target's URL and storage
+options, the array, a loader of the source's rows), not open stores.
+
+Reading back in parallel: :meth:`nncodecs.Reader.to_dask` (a dask array a
+tensor, over the Zarr array: chunks read and decoded as tasks).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from nncodecs.container import layout
+from nncodecs.dtypes import as_numpy, dtype_name
+from nncodecs.formats.archive_tasks import ArchiveResult, ArrayRows, Model, run
+from nncodecs.formats.source import Tensor
+from nncodecs.formats.sources import open_source
+from nncodecs.outputs import OutputLock, check_output, is_url, publish, remove_stale, temp_path
+
+__all__ = ["ArchiveResult", "archive"]
+
+
+def _is_array(obj: Any) -> bool:
+    return hasattr(obj, "shape") and hasattr(obj, "dtype")
+
+
+def _in_memory(name: str, value: Any) -> Tensor:
+    arr = np.asarray(as_numpy(value), order="C")
+    return Tensor(name, arr.dtype, tuple(arr.shape), rows=ArrayRows(arr))
+
+
+def _plan_model(name: str, source: Any, target: str) -> Model:
+    """The tensors of one model: a mapping of arrays, or a model file (its
+    tensors read by the tasks themselves where the format allows)."""
+    if isinstance(source, Mapping):
+        tensors = []
+        for tname, value in source.items():
+            t = _in_memory(str(tname), value)
+            dtype_name(t.dtype)  # TypeError for an unsupported dtype
+            tensors.append(t)
+        return Model(name, target, tensors, {})
+    with open_source(Path(source)) as src:
+        # the same records as compress's, so that decompress restores it alike
+        meta = src.metadata()
+        tensors = [t if t.rows else _in_memory(t.name, t.read()) for t in src.tensors()]
+    return Model(name, target, tensors, meta)
+
+
+def _plan(sources: Any, target: Any) -> list[Model]:
+    """One model into ``target``, or many, each into ``target/<name>``."""
+    if str(target).endswith(".zip"):
+        raise ValueError("archive writes directory or URL containers, not a zip file")
+    target = str(target)
+    if isinstance(sources, Mapping) and all(_is_array(v) for v in sources.values()):
+        return [_plan_model("model", sources, target)]
+    if isinstance(sources, str | os.PathLike):
+        return [_plan_model(Path(sources).stem, sources, target)]
+    if isinstance(sources, Mapping):
+        named = list(sources.items())
+    else:
+        named = [(Path(s).name.split(".")[0], s) for s in sources]
+    names = [n for n, _ in named]
+    if len(set(names)) != len(names):
+        raise ValueError(f"two models would share a container name: {names}")
+    return [_plan_model(n, s, f"{target.rstrip('/')}/{n}") for n, s in named]
+
+
+def archive(
+    sources: Any,
+    target: Any,
+    scheduler: Any = None,
+    *,
+    codec: str = "auto",
+    chunk_bytes: int = layout.CHUNK_BYTES,
+    storage_options: dict[str, Any] | None = None,
+    progress: bool = True,
+    overwrite: bool = False,
+) -> ArchiveResult:
+    """Compress models into containers with dask: every slab of whole shards a task.
+
+    Parameters
+    ----------
+    sources
+        One model: a mapping of tensor names to arrays (NumPy, torch CPU),
+        or a model file or directory (safetensors, GGUF, npz, torch, ONNX,
+        ztensor); its container is ``target``. Many models: a list of such
+        files, or a mapping of names to models; each goes to
+        ``target/<name>``.
+    target
+        A directory or an fsspec URL (``s3://bucket/prefix``).
+    scheduler
+        ``None`` (dask's threads), ``"threads"``, ``"processes"``,
+        ``"sync"``, a ``dask.distributed.Client``, or a scheduler address
+        (``"tcp://host:8786"``).
+    codec, chunk_bytes
+        As for :class:`nncodecs.Writer`.
+    storage_options
+        For URL targets: the filesystem's options (s3fs: ``endpoint_url``,
+        ``key``, ``secret``). The tasks carry them to the workers.
+    progress
+        Show dask's progress bar while the tasks run.
+    overwrite
+        Replace an existing local container (only a container: any other
+        existing file or non-empty directory is refused). A local container
+        is written under a temporary name and renamed into place when every
+        task has finished; a URL target is written in place.
+    """
+    layout.codec_settings(codec)  # validates the name
+    models = _plan(sources, target)
+    finals: list[tuple[Path, Path]] = []  # (temporary, named) of local containers
+    locks: list[OutputLock] = []  # one writer per local container, as for Writer
+    try:
+        for m in models:
+            if not is_url(m.target):
+                named = Path(m.target.removeprefix("file://"))
+                check_output(named, overwrite)
+                locks.append(OutputLock(named).acquire())
+                remove_stale(named)  # (may put back a previous container: checked again)
+                check_output(named, overwrite)
+                finals.append((temp_path(named), named))
+                m.target = str(finals[-1][0])
+        result = run(models, storage_options, codec, chunk_bytes, scheduler, progress)
+        for temp, named in finals:
+            publish(temp, named, overwrite)
+    except BaseException:
+        for temp, _ in finals:
+            shutil.rmtree(temp, ignore_errors=True)
+        raise
+    finally:
+        for lock in locks:
+            lock.release()
+    named_of = {str(temp): str(named) for temp, named in finals}
+    targets = {name: named_of.get(t, t) for name, t in result.targets.items()}
+    return ArchiveResult(targets, result.tensors, result.nbytes, result.tasks)

@@ -1,0 +1,62 @@
+"""A model file (or a directory of shards) into one container."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from nncodecs.container import Writer
+from nncodecs.formats.detect import detect_format
+from nncodecs.formats.malloc import use_one_malloc_arena
+from nncodecs.formats.paths import check_container_name, local_output
+from nncodecs.formats.source import Progress
+from nncodecs.formats.sources import open_source
+from nncodecs.outputs import check_output, made_parents
+
+__all__ = ["compress"]
+
+
+def compress(
+    source: str | Path,
+    target: Any,
+    codec: str = "auto",
+    threads: int | None = None,
+    chunk_bytes: int | None = None,
+    progress: Progress | None = None,
+    force: bool = False,
+) -> str:
+    """Compress a model file (or a directory of shards) into one container. Returns its format.
+
+    Tensors stream one at a time: the peak memory is about the largest
+    tensor's size times 1.5 plus Zarr's working set (see docs/formats.md).
+    An existing ``target`` is refused unless ``force`` (and a directory is
+    replaced only when it is a container); the container appears at
+    ``target`` only once complete. What the source needs to come back
+    (:meth:`Source.metadata`) goes into the container's metadata.
+    """
+    use_one_malloc_arena()
+    source = Path(source)
+    fmt = detect_format(source)
+    if fmt == "container":
+        raise ValueError(f"{source}: already a container")
+    local = local_output(target)
+    if local is not None:
+        check_container_name(local)
+        check_output(local, force, inputs=(source,))
+    kwargs: dict[str, Any] = {"codec": codec, "threads": threads}
+    if chunk_bytes:
+        kwargs["chunk_bytes"] = chunk_bytes
+    with open_source(source, fmt) as src:
+        meta = src.metadata()
+        total, done = src.size, 0
+        with made_parents(local), Writer(target, overwrite=force, **kwargs) as w:
+            w.metadata.update(meta)
+            for name, arr in src.arrays():
+                w.add_tensor(name, arr)
+                done += int(arr.nbytes)
+                del arr  # before the next one is read: one tensor at a time
+                if progress:
+                    progress(min(done, total), total)
+            if progress:
+                progress(1, 1)  # the bar ends at 100% (sizes on disk and in memory differ)
+    return fmt

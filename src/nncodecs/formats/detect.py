@@ -1,0 +1,68 @@
+"""What a path holds, and the lists of formats nncodecs reads and writes."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+from nncodecs.errors import CorruptDataError
+
+__all__ = ["EXACT_FORMATS", "INDEX", "READ_FORMATS", "WRITE_FORMATS", "detect_format"]
+
+#: What nncodecs reads (compress, info, convert): the one list that help, errors and docs show.
+READ_FORMATS = ("safetensors", "GGUF", "npz", "torch", "ONNX", "ztensor")
+#: What a container is restored to (decompress, convert): the output suffix picks one.
+WRITE_FORMATS = {".safetensors": "safetensors", ".npz": "npz", ".gguf": "gguf"}
+#: Formats restored byte-identical from a container made from them.
+EXACT_FORMATS = ("safetensors", "gguf")
+#: The shard index of a safetensors snapshot directory.
+INDEX = "model.safetensors.index.json"
+
+
+def detect_format(path: str | Path) -> str:
+    """What a path holds, from its content: ``container``, ``safetensors``,
+    ``safetensors-dir`` (shards or a snapshot directory), ``npz``, ``torch``, ``gguf``,
+    ``ztensor`` or ``onnx`` (by its suffix: protobuf has no magic).
+
+    Raises ``FileNotFoundError`` for a missing path and ``ValueError`` for
+    anything else.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file or directory")
+    if path.is_dir():
+        if (path / "zarr.json").is_file():
+            return "container"
+        if path.joinpath(INDEX).is_file() or any(path.glob("*.safetensors")):
+            return "safetensors-dir"
+        raise ValueError(f"{path}: a directory with no container and no .safetensors files")
+    if path.name.endswith(".index.json"):
+        return "safetensors-dir"
+    with path.open("rb") as f:
+        head = f.read(16)
+    if head[:4] == b"GGUF":
+        return "gguf"
+    if head[:3] == b"\x89ZT":
+        return "ztensor"
+    if head[:4] == b"PK\x03\x04":
+        try:
+            with zipfile.ZipFile(path) as z:
+                names = z.namelist()
+        except (zipfile.BadZipFile, OSError) as exc:
+            raise CorruptDataError(f"{path}: a damaged zip file ({exc})") from None
+        if "zarr.json" in names:
+            return "container"
+        if any(n.endswith("data.pkl") for n in names):
+            return "torch"
+        if names and all(n.endswith(".npy") for n in names):
+            return "npz"
+        raise ValueError(f"{path}: a zip file that is not a container, npz or torch file")
+    if len(head) >= 9 and head[8:9] == b"{":
+        return "safetensors"
+    if head[:1] == b"\x80":  # a legacy (non-zip) torch pickle
+        return "torch"
+    if path.suffix == ".onnx":  # protobuf has no magic: the suffix decides
+        return "onnx"
+    raise ValueError(
+        f"{path}: not a format nncodecs reads ({', '.join(READ_FORMATS)}, or a container)"
+    )

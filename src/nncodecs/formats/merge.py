@@ -1,0 +1,66 @@
+"""Containers merged into one, with their sources' records, so the result restores as
+the files it holds."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from nncodecs.container import Reader, merge
+from nncodecs.formats.paths import check_container_name, local_output
+from nncodecs.outputs import check_output, made_parents
+
+__all__ = ["merge_containers", "merged_metadata"]
+
+
+def merged_metadata(metadatas: list[dict[str, str]]) -> dict[str, str]:
+    """The metadata of containers merged into one: keys they agree on kept; the file records
+    of safetensors sources joined (restored as a directory of those files; a name that two
+    sources share gets the source's number, ``2-model.safetensors``); the tensor counts
+    added; any other key that differs dropped."""
+    if len(metadatas) == 1:
+        return dict(metadatas[0])
+    out = {k: v for k, v in metadatas[0].items() if all(m.get(k) == v for m in metadatas)}
+    counts = [_int(m.get("source.tensors")) for m in metadatas]
+    if all(c is not None for c in counts):
+        out["source.tensors"] = str(sum(c for c in counts if c is not None))
+    if all(m.get("source.format") == "safetensors" and "source.files" in m for m in metadatas):
+        per_source = [json.loads(m["source.files"]) for m in metadatas]
+        names = [rec.get("file") for recs in per_source for rec in recs]
+        records = []
+        for i, recs in enumerate(per_source, 1):
+            for rec in recs:  # (every model is model.safetensors: a shared name gets "N-")
+                if names.count(rec.get("file")) > 1:
+                    rec = {**rec, "file": f"{i}-{rec['file']}"}
+                records.append(rec)
+        if len({rec["file"] for rec in records}) != len(records):
+            raise ValueError("the containers' files cannot be given distinct names")
+        out.update({"source.format": "safetensors", "source.files": json.dumps(records),
+                    "source.layout": "directory"})  # fmt: skip
+        out.pop("source.index", None)  # each index described one model's shards
+    return out
+
+
+def _int(text: str | None) -> int | None:
+    try:
+        return int(text) if text is not None else None
+    except ValueError:
+        return None
+
+
+def merge_containers(
+    sources: list[Any], target: Any, codec: str = "auto", force: bool = False
+) -> None:
+    """Merge containers into one (tensor names must not repeat); their source records are
+    merged too (:func:`merged_metadata`), so the result restores as the files it holds."""
+    local = local_output(target)
+    inputs = tuple(p for p in (local_output(s) for s in sources) if p is not None)
+    if local is not None:
+        check_container_name(local)
+        check_output(local, force, inputs=inputs)
+    metas = []
+    for source in sources:
+        with Reader(source) as r:
+            metas.append(dict(r.metadata))
+    with made_parents(local):
+        merge(sources, target, codec=codec, metadata=merged_metadata(metas), overwrite=force)

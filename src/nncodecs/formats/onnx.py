@@ -1,0 +1,142 @@
+"""ONNX models as a :class:`Source`, through the optional ``onnx`` package: initializers
+and ``Constant`` nodes' values, in the main graph and in every subgraph (``If`` /
+``Loop`` bodies). A tensor nncodecs cannot keep (strings, sparse values, an unsupported
+dtype) refuses the whole model, by name. External data files are read only where they
+lie inside the model's directory, and only when a tensor is read."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from nncodecs.dtypes import dtype_name
+from nncodecs.errors import CorruptDataError
+from nncodecs.formats.paths import inside
+from nncodecs.formats.source import Source, Tensor
+
+__all__ = ["OnnxSource"]
+
+_Entry = tuple[str, np.dtype, tuple[int, ...], Callable[[], np.ndarray]]
+
+
+class OnnxSource(Source):
+    """The tensors of an ONNX model, from the parsed protobuf's tensor headers."""
+
+    format = "onnx"
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.model: Any = None  # the parsed ModelProto, external data loaded on first read
+        self._external_loaded = False
+
+    def _list(self) -> list[Tensor]:
+        path = self.path
+        try:
+            import onnx
+            from onnx import external_data_helper
+        except ImportError:
+            raise ValueError(
+                f"{path}: reading ONNX needs the onnx package (pip install onnx)"
+            ) from None
+        try:
+            self.model = onnx.load(str(path), load_external_data=False)
+        except Exception as exc:  # protobuf's errors for a file that is not ONNX
+            raise CorruptDataError(f"{path}: not a readable ONNX model ({exc})") from None
+        base = path.parent
+        for tensor in external_data_helper._get_all_tensors(self.model):
+            if external_data_helper.uses_external_data(tensor):
+                info = {e.key: e.value for e in tensor.external_data}
+                location = info.get("location", "")
+                parts = Path(location).parts
+                if not location or Path(location).is_absolute() or ".." in parts:
+                    raise CorruptDataError(
+                        f"{path}: tensor {tensor.name!r} has external data at {location!r}, "
+                        "outside the model's directory"
+                    )
+                inside(base / location, base)
+        out, seen = [], set()
+        for name, dtype, shape, load in self._walk(self.model.graph, ""):
+            if name in seen:
+                raise CorruptDataError(f"{path}: two tensors named {name!r}")
+            seen.add(name)
+            out.append(Tensor(name, dtype, shape, load=load))
+        return out
+
+    def _load_external(self) -> None:
+        from onnx import external_data_helper
+
+        if not self._external_loaded:
+            try:
+                external_data_helper.load_external_data_for_model(self.model, str(self.path.parent))
+            except Exception as exc:  # a missing or short external file
+                raise CorruptDataError(f"{self.path}: external data not readable ({exc})") from None
+            self._external_loaded = True
+
+    def _tensor(self, name: str, tensor: Any) -> _Entry:
+        """A TensorProto's entry: dtype and shape from its header, its values on demand."""
+        from onnx import helper, numpy_helper
+
+        try:
+            dtype = helper.tensor_dtype_to_np_dtype(tensor.data_type)
+            dtype_name(dtype)
+        except Exception as exc:  # strings, complex, int4 ...: not kept, so refused
+            raise TypeError(
+                f"{self.path}: tensor {name!r} cannot be stored by nncodecs ({exc}); "
+                "nothing was written"
+            ) from None
+
+        def load() -> np.ndarray:
+            self._load_external()
+            return numpy_helper.to_array(tensor)
+
+        return name, np.dtype(dtype), tuple(int(d) for d in tensor.dims), load
+
+    def _walk(self, graph: Any, scope: str) -> Iterator[_Entry]:
+        import onnx
+
+        # A subgraph's names are its own (two branches of an If may both name a "t"):
+        # its tensors are stored under "node.attribute/name", the main graph's as they are.
+        for init in graph.initializer:
+            yield self._tensor(scope + init.name, init)
+        for sparse in graph.sparse_initializer:
+            raise TypeError(
+                f"{self.path}: sparse initializer {sparse.values.name!r} cannot be stored yet; "
+                "nothing was written"
+            )
+        names = Counter(n.name for n in graph.node)
+        for i, node in enumerate(graph.node):
+            if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
+                yield from self._constant(node, scope)
+            # (a node's name where it is one of a kind, else its type and place)
+            unique = node.name and names[node.name] == 1
+            where = f"{scope}{node.name if unique else f'{node.op_type}_{i}'}"
+            for attr in node.attribute:
+                if attr.type == onnx.AttributeProto.GRAPH:
+                    yield from self._walk(attr.g, f"{where}.{attr.name}/")
+                elif attr.type == onnx.AttributeProto.GRAPHS:
+                    for k, g in enumerate(attr.graphs):
+                        yield from self._walk(g, f"{where}.{attr.name}.{k}/")
+
+    def _constant(self, node: Any, scope: str) -> Iterator[_Entry]:
+        name = scope + (node.output[0] if node.output else node.name)
+        for attr in node.attribute:
+            if attr.name == "value":
+                yield self._tensor(name, attr.t)
+            elif attr.name in ("value_float", "value_int", "value_floats", "value_ints"):
+                floats = attr.name.startswith("value_float")
+                dtype = np.dtype(np.float32 if floats else np.int64)
+                if attr.name.endswith("s"):
+                    value: Any = attr.floats if floats else attr.ints
+                else:
+                    value = attr.f if floats else attr.i
+                arr = np.array(value, dtype)
+                yield name, dtype, arr.shape, lambda arr=arr: arr
+            else:
+                raise TypeError(
+                    f"{self.path}: Constant {name!r} holds a {attr.name}, which nncodecs "
+                    "cannot store yet; nothing was written"
+                )

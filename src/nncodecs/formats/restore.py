@@ -1,0 +1,108 @@
+"""A container back to a model file: its source's format (byte for byte for safetensors
+and GGUF) or another one nncodecs writes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from nncodecs.container import Reader
+from nncodecs.formats.detect import EXACT_FORMATS, WRITE_FORMATS
+from nncodecs.formats.gguf import restore_gguf
+from nncodecs.formats.malloc import use_one_malloc_arena
+from nncodecs.formats.npz import write_npz
+from nncodecs.formats.paths import READ_ONLY_SUFFIXES, check_model_file_name, local_output
+from nncodecs.formats.safetensors_restore import file_records, restore_safetensors
+from nncodecs.formats.source import Progress, check_sha256, stream_tensors
+from nncodecs.outputs import atomic_output, is_url
+
+__all__ = ["decompress", "default_format", "default_output", "restored_name"]
+
+
+def default_format(metadata: dict[str, str]) -> str:
+    """The format a container is restored to when nothing else says: its source's, where it
+    has the records for it; else safetensors."""
+    source = metadata.get("source.format")
+    if source == "safetensors" and "source.files" in metadata:
+        return "safetensors"
+    if source == "gguf" and "source.gguf.ranges" in metadata:
+        return "gguf"
+    if source == "npz":
+        return "npz"
+    return "safetensors"
+
+
+def restored_name(container: Path, metadata: dict[str, str]) -> Path:
+    """Where ``decompress`` writes by default: the container's name without ``.zarr.zip``
+    / ``.zarr`` when the source comes back in its own format, else with the suffix of the
+    format it is restored to (``model.onnx.zarr.zip`` -> ``model.safetensors``): never
+    a name that would replace a source of another format."""
+    name = container.name
+    for suffix in (".zarr.zip", ".zarr", ".zip"):
+        if name.endswith(suffix) and len(name) > len(suffix):
+            name = name[: -len(suffix)]
+            break
+    else:
+        raise ValueError(f"{container}: name an output with -o")
+    fmt = default_format(metadata)
+    if metadata.get("source.layout") == "directory":
+        return container.with_name(name)
+    stem = Path(name)
+    want = {v: k for k, v in WRITE_FORMATS.items()}[fmt]
+    if stem.suffix != want:
+        source = metadata.get("source.format")
+        keep = source == fmt or stem.suffix not in READ_ONLY_SUFFIXES
+        stem = Path(name + want) if keep and stem.suffix != want else stem.with_suffix(want)
+    return container.with_name(stem.name)
+
+
+def default_output(container: str | Path) -> Path:
+    """Where :func:`decompress` of a local ``container`` writes when not told:
+    :func:`restored_name` of its metadata."""
+    container = Path(container)
+    with Reader(container) as r:
+        return restored_name(container, r.metadata)
+
+
+def decompress(
+    container: Any,
+    out: str | Path,
+    fmt: str | None = None,
+    progress: Progress | None = None,
+    force: bool = False,
+) -> str:
+    """Restore a container as a model file: ``fmt``, else the one ``out``'s suffix names,
+    else the source's own format (byte for byte for safetensors and GGUF, checked against
+    the source's sha256). Returns the format.
+
+    The output is written under a temporary name and appears at ``out`` only
+    once complete and checked; an existing ``out`` is refused unless
+    ``force``. Tensors stream one at a time into the file (npz excepted:
+    NumPy writes it from a dict of every tensor).
+    """
+    use_one_malloc_arena()
+    if is_url(str(out)):
+        raise ValueError(f"{out}: restored files are written to a local path, not a URL")
+    out = Path(str(out).removeprefix("file://"))
+    check_model_file_name(out)
+    with Reader(container) as r:
+        source = r.metadata.get("source.format")
+        fmt = fmt or WRITE_FORMATS.get(out.suffix.lower()) or default_format(r.metadata)
+        if fmt not in WRITE_FORMATS.values():
+            raise ValueError(f"cannot write {fmt!r}: choose {', '.join(WRITE_FORMATS.values())}")
+        if fmt == "gguf" and (source != "gguf" or "source.gguf.ranges" not in r.metadata):
+            raise ValueError("only a container made from a GGUF file can be written as GGUF")
+        own = fmt == source and fmt in EXACT_FORMATS and "source.files" in r.metadata
+        records = file_records(r, str(container)) if own and fmt == "safetensors" else None
+        directory = records is not None and r.metadata.get("source.layout") == "directory"
+        local = local_output(container)
+        inputs = (local,) if local is not None else ()
+        with atomic_output(out, force, directory=directory, inputs=inputs) as tmp:
+            if fmt == "gguf":
+                restore_gguf(r, tmp)
+                check_sha256(tmp, r.metadata.get("source.sha256"), out)
+            elif fmt == "safetensors":
+                restore_safetensors(r, tmp, records, progress)
+            else:
+                write_npz(tmp, stream_tensors(r, r.keys(), progress))
+    return fmt

@@ -1,0 +1,145 @@
+"""A safetensors model as a :class:`Source`: one file, or the shards of a snapshot
+directory (with or without its ``model.safetensors.index.json``)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+from nncodecs.errors import CorruptDataError
+from nncodecs.formats.detect import INDEX
+from nncodecs.formats.paths import inside, plain_name
+from nncodecs.formats.safetensors import SafetensorsFile
+from nncodecs.formats.source import FileRows, Source, Tensor, file_sha256
+
+__all__ = ["MAX_GAP_BYTES", "SafetensorsSource", "safetensors_files"]
+
+#: Bytes of a safetensors file outside its tensors (padding, trailing data) kept per file.
+MAX_GAP_BYTES = 1 << 20
+
+
+def safetensors_files(path: Path) -> tuple[list[Path], str | None]:
+    """The files of a safetensors model (a file, a directory, or its index) and the
+    index's text (``None`` without one). Shards are the index's, else every
+    ``*.safetensors`` of the directory; none may be a link out of it."""
+    if path.is_dir():
+        index = path / INDEX
+        if index.is_symlink():
+            inside(index, path)
+    elif path.name.endswith(".index.json"):
+        index, path = path, path.parent
+    else:
+        return [path], None  # the file the user named
+    if index.is_file():
+        text = index.read_text()
+        try:
+            weight_map = json.loads(text)["weight_map"]
+            names = set(weight_map.values())
+        except (ValueError, KeyError, TypeError, AttributeError):
+            raise CorruptDataError(f"{index}: not a safetensors index (no weight_map)") from None
+        files = sorted(plain_name(f, str(index)) for f in names)
+        for f in files:
+            if not (path / f).is_file():
+                raise FileNotFoundError(f"{path / f}: a shard named in {index} is missing")
+        return [inside(path / f, path) for f in files], text
+    files = sorted(f for f in path.glob("*.safetensors") if f.is_file())
+    return [inside(f, path) for f in files], None
+
+
+class SafetensorsSource(Source):
+    """Every shard's tensors, read from the file by byte range."""
+
+    format = "safetensors"
+
+    def __init__(self, path: Path, directory: bool) -> None:
+        super().__init__(path)
+        self.directory = directory
+        files, self.index = safetensors_files(path)
+        self.files = [SafetensorsFile(f) for f in files]
+
+    def _list(self) -> list[Tensor]:
+        return [
+            Tensor(
+                name, dtype, shape, rows=FileRows(str(st.path), st.data_start + begin, dtype, shape)
+            )
+            for st in self.files
+            for name, dtype, shape, begin, _ in st.entries
+        ]
+
+    @property
+    def size(self) -> int:
+        return sum(st.path.stat().st_size for st in self.files)
+
+    def metadata(self) -> dict[str, str]:
+        """Each file's header, tensor order and sha256, the bytes its tensors do not cover,
+        the shard index, and whether it was a directory: restored byte-identical."""
+        records, held = [], {}
+        for st in self.files:
+            rec = {
+                "file": st.path.name,
+                "header": st.header_bytes.decode("utf-8"),
+                "exact": True,
+                "tensors": [e[0] for e in st.entries],
+                "sha256": file_sha256(st.path),
+            }
+            if not st.tiles_exactly():  # padding, trailing bytes or shared offsets: kept
+                rec["size"] = st.data_size
+                rec["gaps"] = _gaps(st)
+            records.append(rec)
+            held[st.path.name] = set(rec["tensors"])
+        if self.index is not None:
+            _check_index(self.path, self.index, held)
+        meta = {"source.format": self.format, "source.files": json.dumps(records)}
+        if self.index is not None:
+            meta["source.index"] = self.index
+        meta["source.layout"] = "directory" if self.directory else "file"
+        meta["source.tensors"] = str(sum(len(st.entries) for st in self.files))
+        return meta
+
+
+def _gaps(st: SafetensorsFile) -> list[list[Any]]:
+    """The data section's bytes no tensor covers, as [offset, base64] pairs in order."""
+    spans, at = [], 0
+    for _, _, _, begin, end in st.entries:
+        if begin > at:
+            spans.append((at, begin))
+        at = max(at, end)
+    if st.data_size > at:
+        spans.append((at, st.data_size))
+    if sum(b - a for a, b in spans) > MAX_GAP_BYTES:
+        raise ValueError(
+            f"{st.path}: {sum(b - a for a, b in spans)} bytes outside its tensors; nncodecs "
+            f"keeps at most {MAX_GAP_BYTES} of them, so it would not come back whole"
+        )
+    gaps = []
+    with st.path.open("rb") as f:
+        for a, b in spans:
+            f.seek(st.data_start + a)
+            gaps.append([a, base64.b64encode(f.read(b - a)).decode("ascii")])
+    return gaps
+
+
+def _check_index(path: Path, index: str, held: dict[str, set[str]]) -> None:
+    """The shard index must describe the shards: every tensor in the file it names, every
+    tensor of every shard named, no other shard in the directory (it would be dropped)."""
+    root = path if path.is_dir() else path.parent
+    weight_map = json.loads(index)["weight_map"]
+    unlisted = sorted(
+        f.name for f in root.glob("*.safetensors") if f.is_file() and f.name not in held
+    )
+    if unlisted:
+        raise ValueError(
+            f"{root}: {', '.join(unlisted[:4])} not in {INDEX}; it would be dropped "
+            "(compress the file on its own, or list it in the index)"
+        )
+    for name, file in weight_map.items():
+        if name not in held.get(file, ()):
+            raise CorruptDataError(f"{root / INDEX}: tensor {name!r} is not in {file}")
+    missing = sorted(n for names in held.values() for n in names if n not in weight_map)
+    if missing:
+        raise CorruptDataError(
+            f"{root / INDEX}: tensors {', '.join(map(repr, missing[:4]))} of the shards are "
+            "not in the index"
+        )

@@ -1,0 +1,119 @@
+"""The layout rules of issue 16: one-way layers (import-linter, `.importlinter`),
+and files small enough to read.
+
+`make lint` runs the contracts on the sources; these tests show that the
+contracts do catch an upward import and a loop (a check that cannot fail is
+no check), check the one thing the contracts set aside (names taken from the
+root package), and hold the file sizes.
+"""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src" / "nncodecs"
+CONFIG = ROOT / ".importlinter"
+# Modules above the library's layers: they may take public names from `nncodecs`.
+FRONT_ENDS = ("cli", "__main__", "integrations", "datasets")
+
+MAX_PYTHON_LINES = 400
+MAX_CPP_LINES = 500
+
+
+def _lint_imports(src: Path) -> subprocess.CompletedProcess[str]:
+    exe = shutil.which("lint-imports", path=str(Path(sys.executable).parent))
+    if exe is None:
+        pytest.skip("import-linter is not installed (make test installs it)")
+    return subprocess.run(
+        [exe, "--no-cache", "--no-logo", str(CONFIG)],
+        cwd=src.parent, env={"PYTHONPATH": str(src.parent), "PATH": "/usr/bin:/bin"},
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+
+
+def _copy_sources(tmp_path: Path) -> Path:
+    dst = tmp_path / "src" / "nncodecs"
+    shutil.copytree(SRC, dst, ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+    return dst
+
+
+def test_the_sources_keep_the_contracts():
+    result = _lint_imports(SRC)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    ("module", "line", "broken"),
+    [
+        # frame is under the codecs: importing one is upward
+        ("frame/__init__.py", "import nncodecs.codecs.weights", "Every import runs downward"),
+        # the container reaches the GPU only through the codecs
+        ("container/layout.py", "import nncodecs.gpu", "only through the codecs"),
+        # a loop between two codec modules
+        ("codecs/rans.py", "import nncodecs.codecs.huffman", "No import loops"),
+    ],
+)
+def test_the_contracts_catch_a_bad_import(tmp_path, module, line, broken):
+    src = _copy_sources(tmp_path)
+    if broken == "No import loops":
+        (src / "codecs/huffman.py").write_text(
+            "import nncodecs.codecs.rans\n" + (src / "codecs/huffman.py").read_text()
+        )
+    target = src / module
+    target.write_text(line + "\n" + target.read_text())
+    result = _lint_imports(src)
+    assert result.returncode != 0
+    assert broken in result.stdout.split("Broken contracts")[-1]
+
+
+def _from_root_imports(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(), str(path))
+    return [
+        alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module == "nncodecs" and node.level == 0
+        for alias in node.names
+    ]
+
+
+def test_below_the_front_ends_only_core_comes_from_the_root_package():
+    # The contracts set imports of the root package aside (grimp reads
+    # `from nncodecs import _core` as one, and the root imports everything):
+    # a public name taken that way would hide an upward import.
+    bad = {}
+    for path in SRC.rglob("*.py"):
+        rel = path.relative_to(SRC)
+        if rel.parts[0].removesuffix(".py") in FRONT_ENDS or rel.name == "__init__.py" == str(rel):
+            continue
+        names = [n for n in _from_root_imports(path) if n != "_core"]
+        if names:
+            bad[str(rel)] = names
+    assert not bad, f"take these from their own module, not the root package: {bad}"
+
+
+def _lines(path: Path) -> int:
+    return len(path.read_text().splitlines())
+
+
+def test_no_python_file_in_src_is_over_400_lines():
+    long = {str(p.relative_to(ROOT)): _lines(p) for p in (ROOT / "src").rglob("*.py")}
+    assert {p: n for p, n in long.items() if n > MAX_PYTHON_LINES} == {}
+
+
+def test_no_cpp_file_is_over_500_lines():
+    files = [
+        p
+        for base in (ROOT / "cpp", SRC / "gpu" / "kernels")
+        for p in base.rglob("*")
+        if p.suffix in {".cpp", ".h", ".cu", ".cuh"}
+    ]
+    assert files
+    long = {str(p.relative_to(ROOT)): _lines(p) for p in files}
+    assert {p: n for p, n in long.items() if n > MAX_CPP_LINES} == {}
