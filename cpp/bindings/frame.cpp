@@ -1,7 +1,7 @@
 // The frame API on the module: encode and decode in one call each (zstd
-// inside), the header of either kind, and the older steps the Python frame
-// layer called one by one (frame_encode's zstd probe, frame_summary,
-// frame_decode_new, frame_decode with decoded zstd chunks).
+// inside), the header of either kind, and the steps the GPU host and tests
+// take one by one (frame_encode with zstd candidates or its zstd probe,
+// frame_info, zstd_chunks).
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -172,39 +172,6 @@ py::dict frame_info(py::handle src, std::uint64_t max_decoded) {
   return info_dict(info);
 }
 
-// The little a decoder needs before it allocates: (decoded length, planes,
-// number of zstd chunks, element type), with the same checks as frame_info,
-// and the element type checked against `element` (bytes: any).
-py::tuple frame_summary(py::handle src, std::uint64_t max_decoded, const std::string& element) {
-  const nnc::Element expected = parse_element(element, "frame_summary");
-  Buffer in(src, false, "frame_summary", "src");
-  nnc::FrameInfo info;
-  nnc::Error err;
-  if (nnc::frame_info(in.data(), in.size(), max_decoded, &info, &err) != nnc::Status::ok ||
-      nnc::check_element(info, expected, &err) != nnc::Status::ok)
-    raise_error(err, "frame_summary");
-  std::size_t zstd = 0;
-  for (const nnc::ChunkRef& r : info.chunks) zstd += r.mode == nnc::ChunkMode::zstd;
-  return py::make_tuple(info.decoded_len, info.planes, zstd, element_name(info.element));
-}
-
-void frame_decode(py::handle dst, py::handle src, std::uint64_t max_decoded,
-                  const std::string& layout, bool elements, py::object zstd_decoded, int threads) {
-  nnc::Layout l = parse_layout(layout, "frame_decode");
-  Buffer out(dst, true, "frame_decode", "dst"), in(src, false, "frame_decode", "src");
-  std::unique_ptr<Buffer> ext;
-  if (!zstd_decoded.is_none()) ext.reset(new Buffer(zstd_decoded, false, "frame_decode", "zstd"));
-  nnc::Error err;
-  nnc::Status st;
-  {
-    py::gil_scoped_release release;
-    st = nnc::frame_decode(out.data(), out.size(), in.data(), in.size(), max_decoded, l, elements,
-                           ext ? static_cast<const std::uint8_t*>(ext->data()) : nullptr,
-                           ext ? ext->size() : 0, threads, &err);
-  }
-  if (st != nnc::Status::ok) raise_error(err, "frame_decode");
-}
-
 // Either kind's header, parsed and checked once (against max_decoded and
 // the element type the caller decodes to: bytes for any).
 nnc::Header parse_header(const Buffer& in, std::uint64_t max_decoded, nnc::Element expected,
@@ -270,28 +237,6 @@ py::object decode(py::handle src, std::uint64_t max_decoded, const std::string& 
   }
   if (st != nnc::Status::ok) raise_error(err, "decode");
   return result;
-}
-
-py::object frame_decode_new(py::handle src, std::uint64_t max_decoded, const std::string& layout,
-                            bool elements, int threads, const std::string& element) {
-  const nnc::Layout l = parse_layout(layout, "frame_decode_new");
-  const nnc::Element expected = parse_element(element, "frame_decode_new");
-  Buffer in(src, false, "frame_decode_new", "src");
-  nnc::FrameInfo info;
-  nnc::Error err;
-  if (nnc::frame_info(in.data(), in.size(), max_decoded, &info, &err) != nnc::Status::ok ||
-      nnc::check_element(info, expected, &err) != nnc::Status::ok)
-    raise_error(err, "frame_decode_new");
-  py::array_t<std::uint8_t> out = new_output(static_cast<std::size_t>(info.decoded_len));
-  std::uint8_t* dst = out.mutable_data();
-  nnc::Status st;
-  {
-    py::gil_scoped_release release;
-    st = nnc::frame_decode(dst, info.decoded_len, in.data(), in.size(), info, l, elements,
-                           nullptr, 0, threads, &err);
-  }
-  if (st != nnc::Status::ok) raise_error(err, "frame_decode_new");
-  return out;
 }
 
 // zstd of pieces (bytes, or None: none) as frame chunks hold them, for the
@@ -362,18 +307,6 @@ void def_frame(py::module_& m) {
         "type the frame records (bytes: none).");
   m.def("frame_info", &frame_info, py::arg("src"), py::arg("max_decoded"),
         "Parse and check a frame's header and chunk index.");
-  m.def("frame_summary", &frame_summary, py::arg("src"), py::arg("max_decoded"),
-        py::arg("element") = "bytes",
-        "(decoded length, planes, zstd chunks, element type) of a checked frame; "
-        "CorruptDataError when it states an element type other than `element` (bytes: any).");
-  m.def("frame_decode_new", &frame_decode_new, py::arg("src"), py::arg("max_decoded"),
-        py::arg("layout") = "none", py::arg("elements") = false, py::arg("threads") = 0,
-        py::arg("element") = "bytes",
-        "Decode a frame into a new uint8 array (zstd chunks too).");
-  m.def("frame_decode", &frame_decode, py::arg("dst"), py::arg("src"), py::arg("max_decoded"),
-        py::arg("layout") = "none", py::arg("elements") = false,
-        py::arg("zstd_decoded") = py::none(), py::arg("threads") = 0,
-        "Decode a frame into dst (planes, or elements with the merge fused in).");
 }
 
 }  // namespace nncodecs_py

@@ -150,26 +150,6 @@ def row_shift_field(
     layout: Layout, elements: bool, n: int, row_length: int
 ) -> tuple[int, int] | None: ...
 def output_cache_stats() -> tuple[int, int]: ...
-def frame_summary(
-    src: Buffer, max_decoded: int, element: str = "bytes"
-) -> tuple[int, int, int, str]: ...
-def frame_decode(
-    dst: Buffer,
-    src: Buffer,
-    max_decoded: int,
-    layout: Layout = "none",
-    elements: bool = False,
-    zstd_decoded: Buffer | None = None,
-    threads: int = 0,
-) -> None: ...
-def frame_decode_new(
-    src: Buffer,
-    max_decoded: int,
-    layout: Layout = "none",
-    elements: bool = False,
-    threads: int = 0,
-    element: str = "bytes",
-) -> np.ndarray: ...
 def crc32c(data: Buffer, crc: int = 0) -> int: ...
 def crc32c_combine(crc_a: int, crc_b: int, len_b: int) -> int: ...
 def rans_variants() -> list[str]: ...
