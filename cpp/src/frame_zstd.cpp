@@ -75,9 +75,8 @@ Status compress_pieces(const ZstdProbe& probe, int level, int threads,
 // The whole-input kind of the input (its planes), into out.
 Status whole_encode(const std::uint8_t* in, std::size_t len, const EncodeParams& params,
                     std::vector<std::uint8_t>* out, Error* err) {
-  // Inputs of at most kTinyLevelBytes get kTinyLevel: the lowest at which
-  // none of all-MiniLM-L6-v2's tiny tensors ends larger than zstd-3 of its
-  // raw bytes (below it, float8 biases of 384 bytes end 2-5 bytes over).
+  // Inputs of at most kTinyLevelBytes get kTinyLevel (why that level:
+  // docs/development.md, "Benchmarks and where the time goes").
   const int level = len <= kTinyLevelBytes ? std::max(params.zstd_level, kTinyLevel)
                                            : params.zstd_level;
   std::vector<std::uint8_t> split;

@@ -15,6 +15,7 @@ __all__ = [
     "ELEMENT_CODES",
     "ELEMENT_TYPES",
     "FRAME_MAGIC",
+    "GPU_STRUCTS",
     "LAYOUTS",
     "MAX_EXPANSION",
     "MODES",
@@ -65,6 +66,9 @@ ELEMENT_CODES = {name: code for code, (name, _) in enumerate(ELEMENT_TYPES)}
 
 #: The float layouts: name -> (nnc::Layout code, width in bytes, mantissa bits).
 LAYOUTS: dict[str, tuple[int, int, int]] = dict(_core.LAYOUTS)
+
+#: The GPU kernels' structs (gpu_structs.h): name -> (size, {field: offset}).
+GPU_STRUCTS: dict[str, tuple[int, dict[str, int]]] = dict(_core.GPU_STRUCTS)
 
 # The most one frame byte can expand to: a constant chunk (2 index bytes)
 # stands for a whole chunk. Bounds the allocation of a decoder told no size.

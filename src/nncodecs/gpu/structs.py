@@ -1,15 +1,15 @@
 """The kernels' tables as NumPy record types, and the launch constants.
 
 Each record type mirrors a struct of ``cpp/include/nncodecs/gpu_structs.h``
-byte for byte (checked at import against the sizes and offsets ``_core``
-reports); the kernels take the tables as raw bytes.
+byte for byte (checked at import against the sizes and offsets the C++
+build reports, ``frame.constants.GPU_STRUCTS``); the kernels take the tables as raw bytes.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from nncodecs import _core
+from nncodecs.frame.constants import GPU_STRUCTS
 
 __all__ = [
     "CONSTANT",
@@ -145,7 +145,7 @@ def _check_layouts() -> None:
                         (CRC_TASK, "CrcTask"), (ENCODE_CHUNK, "EncodeChunk"),
                         (FRAME_PIECE, "FramePiece"), (ENCODE_DESC, "EncodeDesc"),
                         (ENCODE_TASK, "EncodeTask")):  # fmt: skip
-        size, offsets = _core.GPU_STRUCTS[name]
+        size, offsets = GPU_STRUCTS[name]
         ours = {field: dtype.fields[field][1] for field in dtype.names}
         if dtype.itemsize != size or ours != offsets:
             raise ImportError(
