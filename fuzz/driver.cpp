@@ -1,5 +1,6 @@
 // A mutation driver for fuzz_frame.cpp where libFuzzer is not available
-// (g++): it encodes seed frames in every chunk mode, then feeds truncated,
+// (g++): it encodes seed frames in every chunk mode (zstd too) and of the
+// whole-input zstd kind, then feeds truncated,
 // bit-flipped, byte-replaced and spliced copies to the target. Build it with
 // -fsanitize=address,undefined so that any out-of-bounds access or undefined
 // behaviour aborts the run.
@@ -32,10 +33,11 @@ std::vector<std::uint8_t> encode(const std::vector<std::uint8_t>& src, nnc::Code
   p.element = p.layout == nnc::Layout::bf16 ? nnc::Element::bf16
               : planes == 1                 ? nnc::Element::f8_e4m3fn
                                             : nnc::Element::bytes;
+  p.zstd_level = 3;  // auto: zstd chunks and the whole-input kind where they win
   std::vector<std::uint8_t> out(nnc::frame_bound(src.size(), planes));
   std::size_t written = 0;
   nnc::Error err;
-  if (nnc::frame_encode(out.data(), out.size(), &written, src.data(), src.size(), p, {}, &err) !=
+  if (nnc::encode(out.data(), out.size(), &written, src.data(), src.size(), p, &err) !=
       nnc::Status::ok) {
     std::fprintf(stderr, "seed encode failed: %s\n", err.message);
     std::exit(2);
@@ -48,6 +50,7 @@ std::vector<std::uint8_t> encode(const std::vector<std::uint8_t>& src, nnc::Code
 // less its element byte (version 1, or 2 with the row section), with the
 // element code taken out of the checksum field again (docs/format.md).
 std::vector<std::uint8_t> to_old_version(const std::vector<std::uint8_t>& f) {
+  if (f.size() < 8 || f[0] != 'N' || f[3] != 'F') return f;  // the whole-input kind
   std::vector<std::uint8_t> out(f.begin(), f.begin() + 7);
   out[4] = (f[7] & nnc::kElementRows) ? nnc::kFrameVersionRows : nnc::kFrameVersion;
   out.insert(out.end(), f.begin() + 8, f.end());
@@ -74,6 +77,10 @@ int main(int argc, char** argv) {
       skew[i] = static_cast<std::uint8_t>(std::min(geo(rng), 255));
       mixed[i] = i < n ? 7 : static_cast<std::uint8_t>(rng());
     }
+    // Text-like repeats: zstd chunks (and the whole-input kind when small).
+    std::vector<std::uint8_t> text(n);
+    for (std::size_t i = 0; i < n; ++i)
+      text[i] = static_cast<std::uint8_t>("nncodecs zstd seed "[(i * 7 / 5) % 19] + (i % 97 == 0));
     // bfloat16 rows of 256 whose exponents centre differently: version 2
     // frames (row offsets) where there are enough of them.
     std::vector<std::uint8_t> rows(2 * n);
@@ -88,15 +95,27 @@ int main(int argc, char** argv) {
       seeds.push_back(encode(skew, c, 2, 12, false));
       seeds.push_back(encode(mixed, c, 2, 16, true));
       seeds.push_back(encode(skew, c, 1, 14, false));
+      seeds.push_back(encode(text, c, 1, 16, false));
     }
   }
   // Every version a decoder reads: 3 as encoded, 1 and 2 as earlier releases wrote them.
   for (std::size_t i = 0, count = seeds.size(); i < count; ++i)
     seeds.push_back(to_old_version(seeds[i]));
-  std::size_t versions[4] = {0, 0, 0, 0};
+  std::size_t versions[4] = {0, 0, 0, 0}, zstd = 0;
   for (const auto& s : seeds) {
-    if (s.size() > 4 && s[4] >= 1 && s[4] <= 3) ++versions[s[4]];
+    nnc::Header h;
+    nnc::Error e;
+    if (nnc::read_header(s.data(), s.size(), std::uint64_t(1) << 22, &h, &e) != nnc::Status::ok)
+      continue;
+    if (!h.whole) ++versions[h.info.version];
+    bool has_zstd = h.whole;
+    for (const nnc::ChunkRef& r : h.info.chunks) has_zstd |= r.mode == nnc::ChunkMode::zstd;
+    zstd += has_zstd;
     LLVMFuzzerTestOneInput(s.data(), s.size());
+  }
+  if (zstd == 0) {
+    std::fprintf(stderr, "no seed holds zstd\n");
+    return 2;
   }
   for (unsigned v = 1; v <= 3; ++v)
     if (versions[v] == 0) {
@@ -121,8 +140,8 @@ int main(int argc, char** argv) {
     }
     LLVMFuzzerTestOneInput(f.data(), f.size());
   }
-  std::printf("fuzz driver: %zu seeds (%zu, %zu, %zu of versions 1, 2, 3), %ld mutated inputs, "
-              "no fault\n",
-              seeds.size(), versions[1], versions[2], versions[3], iterations);
+  std::printf("fuzz driver: %zu seeds (%zu, %zu, %zu of versions 1, 2, 3; %zu with zstd), %ld "
+              "mutated inputs, no fault\n",
+              seeds.size(), versions[1], versions[2], versions[3], zstd, iterations);
   return 0;
 }

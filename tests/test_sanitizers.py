@@ -38,9 +38,9 @@ def runtime_library(cxx: str, name: str) -> str:
 
 
 def build_driver(exe: Path, flags: list[str], driver: list[Path]) -> None:
-    """A C++ driver linked with the kernels' sources, built with ``flags``."""
+    """A C++ driver linked with the kernels' sources and libzstd, built with ``flags``."""
     cmd = [compiler(), "-std=c++17", "-O1", "-g", *flags, f"-I{ROOT / 'cpp' / 'include'}",
-           *SOURCES, *map(str, driver), "-o", str(exe), "-lpthread"]  # fmt: skip
+           *SOURCES, *map(str, driver), "-o", str(exe), "-lzstd", "-lpthread"]  # fmt: skip
     subprocess.run(cmd, check=True)
 
 

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "nncodecs/coders.h"
 #include "nncodecs/entropy.h"
 #include "rans_simd.h"
 
@@ -51,24 +52,16 @@ class RansChunkDecoder {
   unsigned precision_ = 0;
 };
 
-// SIMD inner loop in use (nullptr: scalar). set_rans_variant forces one for
-// tests: 0 widest available, 1 scalar, 2 AVX2, 3 AVX-512; false if unavailable.
+// SIMD inner loop in use (nullptr: scalar; set_rans_variant forces one).
 using RansSimdKernel = void (*)(RansLanes*, std::size_t, const std::uint32_t*, unsigned);
 RansSimdKernel rans_simd_kernel();
 // The encoder's SIMD kernel under the same setting (nullptr: scalar).
 RansEncodeKernel rans_encode_kernel();
-bool set_rans_variant(int variant);
 // The decoder's plane merge, widest first; set_rans_variant forces it too
 // (scalar, AVX2 or AVX-512), so one switch tests every decoder kernel.
 using MergePtrsKernel = void (*)(std::uint8_t*, const std::uint8_t* const*, std::size_t,
                                  std::size_t, Layout);
 MergePtrsKernel merge_ptrs_kernel();
-// Frequencies summing to 2^precision, each >= 1 where counts > 0 (>= 2 symbols present).
-void rans_normalize(const std::uint32_t counts[256], unsigned precision, std::uint32_t freqs[256]);
-
-// A chunk's table (presence map, then P bits a present symbol) appended to out.
-void rans_write_table(const std::uint32_t freqs[256], unsigned precision,
-                      std::vector<std::uint8_t>* out);
 
 // Huffman, code lengths <= kHuffmanMaxBits, 4 streams per sub-block.
 constexpr unsigned kHuffmanMaxBits = 11;

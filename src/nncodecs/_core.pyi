@@ -36,7 +36,53 @@ def variants() -> list[str]: ...
 def best_variant() -> str: ...
 def hardware_threads() -> int: ...
 
-# Frames (docs/format.md): encode, inspect, decode.
+# The format's constants (cpp/include/nncodecs: entropy.h, gpu_structs.h).
+CHUNK_LOG2: int
+FRAME_VERSION: int
+CHUNK_MODES: dict[str, int]
+#: name: (nnc::Layout code, width in bytes, mantissa bits)
+LAYOUTS: dict[str, tuple[int, int, int]]
+#: by element code: (name, width in bytes (0: any), float layout name)
+ELEMENT_TYPES: tuple[tuple[str, int, str], ...]
+WHOLE_MAGIC: bytes
+WHOLE_TYPED_MAGIC: bytes
+WHOLE_ZSTD_LIMIT: int
+TINY_BYTES: int
+#: struct name: (size, {field: offset})
+GPU_STRUCTS: dict[str, tuple[int, dict[str, int]]]
+
+# One call each (zstd inside): encode, the header of either kind, decode.
+def encode(
+    src: Buffer,
+    planes: int = 1,
+    coder: Literal["rans", "huffman", "auto"] = "rans",
+    precision: int = 11,
+    subblock_log2: int = 16,
+    checksum: bool = True,
+    layout: Layout = "none",
+    elements: bool = False,
+    threads: int = 0,
+    min_gain_permille: int = 0,
+    row_length: int = 0,
+    element: str = "bytes",
+    zstd_level: int = 3,
+) -> bytes: ...
+def header(src: Buffer, max_decoded: int) -> dict[str, object]: ...
+def decode(
+    src: Buffer,
+    max_decoded: int,
+    layout: Layout = "none",
+    elements: bool = False,
+    planes: int = 0,
+    threads: int = 0,
+    element: str = "bytes",
+    out: Buffer | None = None,
+) -> np.ndarray | Buffer: ...
+def zstd_chunks(
+    pieces: list[Buffer | None], level: int, threads: int = 0
+) -> list[bytes | None]: ...
+
+# Frames step by step (docs/format.md): encode, inspect, decode.
 def frame_bound(src_len: int, planes: int) -> int: ...
 def frame_encode(
     src: Buffer,
@@ -104,26 +150,6 @@ def row_shift_field(
     layout: Layout, elements: bool, n: int, row_length: int
 ) -> tuple[int, int] | None: ...
 def output_cache_stats() -> tuple[int, int]: ...
-def frame_summary(
-    src: Buffer, max_decoded: int, element: str = "bytes"
-) -> tuple[int, int, int, str]: ...
-def frame_decode(
-    dst: Buffer,
-    src: Buffer,
-    max_decoded: int,
-    layout: Layout = "none",
-    elements: bool = False,
-    zstd_decoded: Buffer | None = None,
-    threads: int = 0,
-) -> None: ...
-def frame_decode_new(
-    src: Buffer,
-    max_decoded: int,
-    layout: Layout = "none",
-    elements: bool = False,
-    threads: int = 0,
-    element: str = "bytes",
-) -> np.ndarray | None: ...
 def crc32c(data: Buffer, crc: int = 0) -> int: ...
 def crc32c_combine(crc_a: int, crc_b: int, len_b: int) -> int: ...
 def rans_variants() -> list[str]: ...

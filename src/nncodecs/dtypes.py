@@ -21,6 +21,8 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from nncodecs import _core
+
 __all__ = [
     "MANTISSA_BITS",
     "ML_DTYPES",
@@ -44,15 +46,10 @@ ML_DTYPES: dict[str, np.dtype] = {
 }
 
 #: The float layouts of the bit reorder (each named after its dtype), with
-#: their mantissa bits. float4_e2m1fn is stored one value per byte and left
-#: as it is (layout "none").
+#: their mantissa bits, from the C++ table (_core.LAYOUTS). float4_e2m1fn is
+#: stored one value per byte and left as it is (layout "none").
 MANTISSA_BITS: dict[str, int] = {
-    "float64": 52,
-    "float32": 23,
-    "float16": 10,
-    "bfloat16": 7,
-    "float8_e4m3fn": 3,
-    "float8_e5m2": 2,
+    name: mantissa for name, (_, _, mantissa) in _core.LAYOUTS.items() if name != "none"
 }
 
 _INTEGERS = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "nncodecs/gpu_structs.h"
 #include "nncodecs/status.h"
 #include "nncodecs/transform.h"
 
@@ -26,7 +27,7 @@ enum class Coder : int { rans = 1, huffman = 2, automatic = 3 };
 // How one chunk of one plane is stored.
 enum class ChunkMode : std::uint8_t { raw = 0, constant = 1, rans = 2, huffman = 3, zstd = 4 };
 
-constexpr std::size_t kChunkLog2 = 18;  // symbols of one plane per chunk
+// kChunkLog2 (symbols of one plane per chunk): gpu_structs.h, shared with the GPU kernels.
 constexpr std::size_t kChunkSymbols = std::size_t(1) << kChunkLog2;
 constexpr std::uint8_t kFrameVersion = 1;
 // Version 2: version 1 plus per-row offsets of the last plane (a row shift).
@@ -111,6 +112,10 @@ struct EncodeParams {
   // elements and a float layout its layout must be that one.
   Element element = Element::bytes;
   int threads = 0;
+  // Auto only, in encode(): zstd's level for the trials (zstd chunks and
+  // the whole-input kind); 0 for none. frame_encode takes zstd candidates
+  // from its caller instead.
+  int zstd_level = 0;
 };
 
 // Zstd candidates for auto mode, one per (plane, chunk) in index order:
@@ -230,12 +235,60 @@ Status check_element(const FrameInfo& info, Element expected, Error* err);
 
 // Decode a frame into dst (dst_cap >= decoded length). With a float layout and
 // `elements`, the plane merge and inverse reorder run fused and dst receives
-// elements; otherwise dst receives the planes. zstd chunks come decoded from
-// the caller in `zstd_decoded` (concatenated in index order).
+// elements; otherwise dst receives the planes. zstd chunks are decoded here
+// (libzstd) when `zstd_decoded` is null, else come decoded from the caller
+// (concatenated in index order).
 Status frame_decode(void* dst, std::size_t dst_cap, const void* src, std::size_t src_len,
                     std::uint64_t max_decoded, Layout layout, bool elements,
                     const std::uint8_t* zstd_decoded, std::size_t zstd_decoded_len, int threads,
                     Error* err);
+// The same for a frame frame_info has parsed and checked already.
+Status frame_decode(void* dst, std::size_t dst_cap, const void* src, std::size_t src_len,
+                    const FrameInfo& info, Layout layout, bool elements,
+                    const std::uint8_t* zstd_decoded, std::size_t zstd_decoded_len, int threads,
+                    Error* err);
+
+// ---- the whole-input zstd kind, and auto's zstd trials ----
+
+// The second kind of encoded data: a magicless zstd frame of the whole
+// input's planes (with its content size, and zstd's checksum when asked),
+// after "NNCW" and the element code. "NNCZ" (read, no longer written): no
+// element code. docs/format.md ("Whole-input zstd").
+constexpr std::uint8_t kWholeMagic[4] = {'N', 'N', 'C', 'Z'};
+constexpr std::uint8_t kWholeTypedMagic[4] = {'N', 'N', 'C', 'W'};
+// Auto's trials (encoder policy): the whole-input kind on inputs up to
+// kWholeZstdLimit bytes (always up to kTinyBytes; above, when some chunk
+// was worth a zstd trial), no per-chunk trials up to kTinyBytes, and at
+// least level kTinyLevel up to kTinyLevelBytes.
+constexpr std::size_t kWholeZstdLimit = kChunkSymbols;
+constexpr std::size_t kTinyBytes = std::size_t(1) << 14;
+constexpr std::size_t kTinyLevelBytes = std::size_t(1) << 11;
+constexpr int kTinyLevel = 12;
+
+// Encode as the codecs do, in one call: frame_encode, and with coder auto
+// and a zstd_level, its zstd trials made here (libzstd): chunks worth one,
+// then the whole-input kind where it is smaller. dst_cap >= frame_bound.
+Status encode(void* dst, std::size_t dst_cap, std::size_t* written, const void* src,
+              std::size_t src_len, const EncodeParams& params, Error* err);
+
+// Either kind of encoded data, its header parsed and checked once.
+struct Header {
+  bool whole = false;  // the whole-input zstd kind: info holds decoded_len and element only
+  FrameInfo info;
+};
+Status read_header(const void* src, std::size_t src_len, std::uint64_t max_decoded, Header* h,
+                   Error* err);
+// Decode what read_header parsed. `planes`: the whole-input kind's element
+// size (with elements; a chunked frame states its own).
+Status decode(void* dst, std::size_t dst_cap, const void* src, std::size_t src_len,
+              const Header& h, Layout layout, bool elements, unsigned planes, int threads,
+              Error* err);
+
+// zstd of pieces as frame chunks hold it (magicless, no size, checksum or
+// dictionary id), for the GPU encoder's host: out[i] for src[i].
+Status zstd_chunks(const std::uint8_t* const* src, const std::size_t* lens, std::size_t count,
+                   int level, int threads, std::vector<std::vector<std::uint8_t>>* out,
+                   Error* err);
 
 // CRC32C (Castagnoli), with the usual pre- and post-inversion.
 std::uint32_t crc32c(std::uint32_t crc, const void* data, std::size_t len);

@@ -1,7 +1,7 @@
 """``nncodecs.auto``: per plane and per chunk, the smallest of every coder.
 
-For each chunk of 2^18 symbols of each plane: rANS, Huffman, zstd (through
-the ``zstandard`` package), raw and constant are all tried and the smallest
+For each chunk of 2^18 symbols of each plane: rANS, Huffman, zstd (libzstd,
+in the C++ frame code), raw and constant are all tried and the smallest
 is kept (on a tie the one faster to decode); the choice is recorded in the
 chunk index, so decoding never searches. Frame: ``docs/format.md``.
 

@@ -7,8 +7,8 @@ Under the codecs and the GPU path (both import it; it imports neither):
 - :mod:`~nncodecs.frame.params`: the frame settings, their checks, and one
   schema per coder codec that both of its shells are built from.
 - :mod:`~nncodecs.frame.encode`, :mod:`~nncodecs.frame.decode`,
-  :mod:`~nncodecs.frame.info`: frame encode, decode and inspection.
-- :mod:`~nncodecs.frame.zstd`: the zstd side channel (``zstandard``).
+  :mod:`~nncodecs.frame.info`: frame encode, decode and inspection, one
+  call into ``_core`` each (zstd is in C++, against the system libzstd).
 - :mod:`~nncodecs.frame.threads`: the kernels' thread setting.
 - :mod:`~nncodecs.frame.buffers`: the buffers the codecs take (NumPy,
   CuPy, torch, bytes), told apart by :func:`array_kind`.

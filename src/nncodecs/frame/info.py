@@ -7,8 +7,7 @@ from typing import Any
 from nncodecs import _core
 from nncodecs.errors import CorruptDataError
 from nncodecs.frame.buffers import host_bytes
-from nncodecs.frame.constants import ELEMENT_TYPES, WHOLE_MAGICS, max_ratio_bound
-from nncodecs.frame.zstd import whole_element, whole_zstd_size
+from nncodecs.frame.constants import ELEMENT_TYPES, max_ratio_bound
 
 __all__ = [
     "check_frame_element",
@@ -27,34 +26,25 @@ def element_types() -> tuple[str, ...]:
 def frame_info(buf: Any, max_decoded: int | None = None) -> dict[str, Any]:
     """Header and chunk index of a frame, checked against its length.
 
-    ``chunks`` lists ``(plane, index, mode, offset, length, symbols)``.
-    Raises :class:`nncodecs.CorruptDataError` for anything malformed.
+    ``kind`` is ``"chunked"`` or ``"zstd"`` (the whole-input kind, which has
+    no chunks); ``chunks`` lists ``(plane, index, mode, offset, length,
+    symbols)``. Raises :class:`nncodecs.CorruptDataError` for anything
+    malformed.
     """
     src = host_bytes(buf)
-    bound = max_ratio_bound(src.nbytes) if max_decoded is None else max_decoded
-    if src[:4].tobytes() in WHOLE_MAGICS:
-        size = whole_zstd_size(src, bound)
-        return {"kind": "zstd", "decoded_len": size, "element": whole_element(src), "chunks": []}
-    return {"kind": "chunked", **_core.frame_info(src, bound)}
+    return _core.header(src, max_ratio_bound(src.nbytes) if max_decoded is None else max_decoded)
 
 
 def frame_decoded_len(buf: Any) -> int:
     """The decoded length a (checked) frame declares."""
-    src = host_bytes(buf)
-    if src[:4].tobytes() in WHOLE_MAGICS:
-        return whole_zstd_size(src, max_ratio_bound(src.nbytes))
-    return int(_core.frame_summary(src, max_ratio_bound(src.nbytes))[0])
+    return int(frame_info(buf)["decoded_len"])
 
 
 def frame_element(buf: Any) -> str:
     """The element type a (checked) frame records: a name of :func:`element_types`;
     ``"bytes"`` when it states none (byte coders given no dtype, and every
     frame of the versions before it, 1 and 2, and of the first zstd kind)."""
-    src = host_bytes(buf)
-    if src[:4].tobytes() in WHOLE_MAGICS:
-        whole_zstd_size(src, max_ratio_bound(src.nbytes))
-        return whole_element(src)
-    return str(_core.frame_summary(src, max_ratio_bound(src.nbytes))[3])
+    return str(frame_info(buf)["element"])
 
 
 def check_frame_element(found: str, expected: str) -> None:

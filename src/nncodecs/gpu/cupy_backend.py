@@ -37,7 +37,8 @@ KERNELS = ("decode.cu", "encode.cu")
 
 def kernel_source(names: tuple[str, ...] = KERNELS) -> str:
     """The module's source: the kernel files, each local ``#include``
-    (``common.cuh``) and shared header inlined once, in order."""
+    (``common.cuh``) and shared header (and the headers it includes) inlined
+    once, in order."""
     done: set[str] = set()
 
     def inline(text: str) -> str:
@@ -49,7 +50,7 @@ def kernel_source(names: tuple[str, ...] = KERNELS) -> str:
                 if name not in done:
                     done.add(name)
                     if name.startswith("nncodecs/"):
-                        out.append(_header(name.removeprefix("nncodecs/")))
+                        out.append(inline(_header(name.removeprefix("nncodecs/"))))
                     else:
                         out.append(inline((_HERE / "kernels" / name).read_text()))
                 continue

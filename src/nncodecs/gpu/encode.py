@@ -25,8 +25,14 @@ import numpy as np
 
 from nncodecs import _core
 from nncodecs.frame import encode_frame, get_threads
-from nncodecs.frame.constants import CHUNK_LOG2, MODE_RANS, MODE_RAW, MODE_ZSTD, MODES
-from nncodecs.frame.encode import WHOLE_ZSTD_LIMIT
+from nncodecs.frame.constants import (
+    CHUNK_LOG2,
+    MODE_RANS,
+    MODE_RAW,
+    MODE_ZSTD,
+    MODES,
+    WHOLE_ZSTD_LIMIT,
+)
 from nncodecs.frame.params import (
     CHECKSUM,
     MIN_GAIN,
@@ -35,7 +41,6 @@ from nncodecs.frame.params import (
     ZSTD_LEVEL,
     check_settings,
 )
-from nncodecs.frame.zstd import compress_pieces
 from nncodecs.gpu.backend import Backend
 from nncodecs.gpu.payloads import assemble, encode_rans, u32
 from nncodecs.gpu.plan import join_crcs
@@ -217,7 +222,7 @@ class _Batch:
             if wanted.any():
                 pieces = [backend.to_host(piece(e)).tobytes() if w else None
                           for e, w in enumerate(wanted.tolist())]  # fmt: skip
-                zstd = compress_pieces(pieces, zstd_level, threads)
+                zstd = _core.zstd_chunks(pieces, zstd_level, threads)
         zlens = np.array([-1 if z is None else len(z) for z in zstd], np.int64)
         lens = self.lengths
         kinds, values = _core.plan_chunks(

@@ -1,12 +1,15 @@
 """The kernels' tables as NumPy record types, and the launch constants.
 
-Each record type mirrors a struct of ``kernels/common.cuh`` byte for byte;
-the kernels take the tables as raw bytes.
+Each record type mirrors a struct of ``cpp/include/nncodecs/gpu_structs.h``
+byte for byte (checked at import against the sizes and offsets the C++
+build reports, ``frame.constants.GPU_STRUCTS``); the kernels take the tables as raw bytes.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from nncodecs.frame.constants import GPU_STRUCTS
 
 __all__ = [
     "CONSTANT",
@@ -133,3 +136,22 @@ ENCODE_DESC = np.dtype(
     ]
 )
 ENCODE_TASK = np.dtype([("desc", "<u4"), ("plane", "<u4"), ("index", "<u4"), ("pad", "<u4")])
+
+
+def _check_layouts() -> None:
+    """Each record type against its C++ struct: size and field offsets."""
+    for dtype, name in ((RANS_CHUNK, "RansChunk"), (PLANE_SOURCE, "PlaneSource"),
+                        (FRAME_DESC, "FrameDesc"), (MERGE_TASK, "MergeTask"),
+                        (CRC_TASK, "CrcTask"), (ENCODE_CHUNK, "EncodeChunk"),
+                        (FRAME_PIECE, "FramePiece"), (ENCODE_DESC, "EncodeDesc"),
+                        (ENCODE_TASK, "EncodeTask")):  # fmt: skip
+        size, offsets = GPU_STRUCTS[name]
+        ours = {field: dtype.fields[field][1] for field in dtype.names}
+        if dtype.itemsize != size or ours != offsets:
+            raise ImportError(
+                f"nncodecs.gpu: {name} is {size} bytes with fields at {offsets} in C++, "
+                f"the NumPy record {dtype.itemsize} bytes at {ours}"
+            )
+
+
+_check_layouts()

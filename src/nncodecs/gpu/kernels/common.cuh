@@ -4,6 +4,7 @@
 // files include it; CupyBackend inlines it once into the module's source.
 #pragma once
 
+#include "nncodecs/gpu_structs.h"
 #include "nncodecs/rans_lane.h"
 #include "nncodecs/reorder_word.h"
 
@@ -15,17 +16,6 @@
 
 namespace nnc {
 namespace gpu {
-
-constexpr nnc_u32 kChunkLog2 = 18;
-
-// Where byte j of the elements of one chunk comes from (16 bytes); offsets
-// from the start of the frame's own frame, planes or external bytes.
-enum : nnc_u32 { kFromFrame = 0, kConstant = 1, kFromPlanes = 2, kFromExternal = 3 };
-struct PlaneSource {
-  nnc_u64 offset;  // of the chunk's first byte in its buffer
-  nnc_u32 kind;
-  nnc_u32 value;   // the byte of a constant chunk
-};
 
 // CRC32C arithmetic, reflected (bit 31 is x^0): products of polynomials
 // modulo the Castagnoli polynomial, for joining the CRCs of pieces.
@@ -53,21 +43,6 @@ NNC_DEV nnc_u32 load_u32(const nnc_u8* p) {
 NNC_DEV nnc_u16 load_u16(const nnc_u8* p) {
   return static_cast<nnc_u16>(nnc_u32(p[0]) | nnc_u32(p[1]) << 8);
 }
-
-// One frame of a batch (the host fills these; 88 bytes): where its pieces
-// lie in the batch's buffers, and its header's numbers. Many frames (many
-// tensors, many Zarr chunks) go through one launch of each kernel.
-struct FrameDesc {
-  nnc_u64 frame;       // offset of the frame in the frames buffer
-  nnc_u64 out;         // of its output (elements, or planes) in the output buffer
-  nnc_u64 planes;      // of its planes in the planes buffer (chunks decoded unfused)
-  nnc_u64 external;    // of its planes decoded by the CPU (Huffman, zstd chunks)
-  nnc_u64 rows;        // of its row offsets in the rows buffer (version 2)
-  nnc_u64 row_length;  // symbols a row; 0: no row shift
-  nnc_u64 n;           // symbols a plane
-  nnc_u32 k, chunks, layout, sources;  // planes, chunks a plane, layout, its first PlaneSource
-  nnc_u32 precision, subblock_log2, to_planes, pad;
-};
 
 // The buffers a batch shares.
 struct Batch {
@@ -137,12 +112,6 @@ NNC_DEV nnc_u64 reorder(nnc_u64 word, nnc_u32 layout) {
 
 using namespace nnc;
 using namespace nnc::gpu;
-
-// One (plane, chunk) of a frame whose CRC32C crc_chunks takes.
-struct CrcTask {
-  nnc_u32 desc, plane, chunk;
-  nnc_u32 from_elements;  // 1: the bytes are those of the frame's elements in `elements`
-};
 
 // The CRC32C of (plane, chunk)s, one block each, from the same sources as
 // the merge (row offsets added the same way), or from elements (reordered

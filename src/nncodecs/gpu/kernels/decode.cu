@@ -26,17 +26,6 @@ enum : int {
 
 constexpr nnc_u32 kMaxSubblocks = 64;  // 2^18 symbols / 2^12
 
-// One rANS chunk of one plane of a frame of the batch (40 bytes, 8-aligned).
-struct RansChunk {
-  nnc_u64 payload;  // offset of the payload in its frame
-  nnc_u64 out;      // offset of its first symbol in its frame's planes
-  nnc_u64 first;    // index of its first symbol within its plane (row offsets)
-  nnc_u32 length;   // payload bytes
-  nnc_u32 symbols;  // symbols of the chunk
-  nnc_u32 shifted;  // 1: the last plane of a version 2 frame (add row offsets)
-  nnc_u32 desc;     // its frame's FrameDesc
-};
-
 // Where rans_decode_* put a chunk's symbols: into the planes buffer, or
 // (fused) straight into the elements, with the chunk's other planes.
 struct ToPlanes {
@@ -58,11 +47,6 @@ struct ToElements {
     nnc_u8* o = out + d.out;
     for (nnc_u32 j = 0; j < in.k; ++j) o[g * in.k + j] = static_cast<nnc_u8>(word >> (8u * j));
   }
-};
-
-// One chunk of the merge (a task of merge_chunks).
-struct MergeTask {
-  nnc_u32 desc, chunk;
 };
 
 }  // namespace gpu

@@ -1,5 +1,5 @@
 // GPU encoding of nncodecs frames: the data-parallel parts of the CPU
-// encoder (cpp/src/frame.cpp), so that the bytes come out the same. The
+// encoder (cpp/src/frame_encode.cpp and chunk_choice.cpp), so that the bytes come out the same. The
 // host (nncodecs/gpu/encode.py) takes every decision with the CPU
 // encoder's own functions (plan_chunk, settle_chunk, row_shift_pays), from
 // the statistics these kernels gather:
@@ -19,50 +19,6 @@
 namespace nnc {
 namespace gpu {
 
-// One rANS chunk to encode (the host fills these; 32 bytes).
-struct EncodeChunk {
-  nnc_u64 in;         // offset of its first symbol in the planes buffer
-  nnc_u64 words;      // offset of its word regions in the scratch (2^sb * 2 bytes a sub-block)
-  nnc_u32 symbols;    // symbols of the chunk
-  nnc_u32 first_sub;  // index of its first sub-block in the states and word counts
-  nnc_u32 freqs;      // row of its frequencies (256 a chunk)
-  nnc_u32 pad;
-};
-
-// One payload of the frame (40 bytes): copied from the planes buffer, from
-// the host's payloads, or laid out from a rANS chunk's pieces.
-enum : nnc_u32 { kPieceFromPlanes = 0, kPieceFromHost = 1, kPieceRans = 2 };
-struct FramePiece {
-  nnc_u64 dst;        // offset in the frame
-  nnc_u64 src;        // planes / host buffer offset; rANS: the table's offset in the tables
-  nnc_u64 words;      // rANS: offset of its word regions in the scratch
-  nnc_u32 length;     // bytes copied; rANS: the table's bytes
-  nnc_u32 kind;
-  nnc_u32 first_sub;  // rANS: its first sub-block
-  nnc_u32 subblocks;  // rANS: its sub-blocks
-};
-
-// One tensor of an encode batch (64 bytes): offsets into the batch's input,
-// planes and row-offset buffers, and its numbers.
-struct EncodeDesc {
-  nnc_u64 in;          // its bytes in the input buffer
-  nnc_u64 planes;      // its planes in the planes buffer
-  nnc_u64 rows;        // its row offsets in the rows buffer
-  nnc_u64 row_length;  // symbols a row: for row_stats always; for split_planes 0 = no shift
-  nnc_u64 n;           // elements (symbols a plane)
-  nnc_u32 k, layout;   // bytes an element, nnc::Layout
-  nnc_u32 elements;    // 1: the input holds elements (reorder + split); 0: planes already
-  nnc_u32 shift, bits; // its exponent field (row_stats)
-  nnc_u32 pad;
-};
-
-// A block's work in an encode batch: (tensor, plane, index): a group of rows
-// (row_stats), a chunk of elements (split_planes), or a (plane, chunk)
-// (chunk_stats).
-struct EncodeTask {
-  nnc_u32 desc, plane, index, pad;
-};
-
 // An element of k bytes (little-endian) as a word.
 NNC_DEV nnc_u64 load_element(const nnc_u8* in, nnc_u64 g, nnc_u32 k) {
   nnc_u64 w = 0;
@@ -73,7 +29,7 @@ NNC_DEV nnc_u64 load_element(const nnc_u8* in, nnc_u64 g, nnc_u32 k) {
 }  // namespace gpu
 }  // namespace nnc
 
-// The version 2 row plan of frame.cpp (plan_rows), one block per group of
+// The version 2 row plan of row_shift.cpp (plan_rows), one block per group of
 // rows (a task: the tensor and the group; groups of kChunkSymbols / length
 // rows, the last may hold fewer): each warp takes rows in turn; its lanes
 // sum the exponents of the row's samples (the first 64 bytes of every 512),
@@ -92,7 +48,7 @@ extern "C" __global__ void row_stats(const EncodeDesc* descs, const EncodeTask* 
   __syncthreads();
   const EncodeTask task = tasks[blockIdx.x];
   const EncodeDesc d = descs[task.desc];
-  const nnc_u8* in = input + d.in;
+  const nnc_u8* in = input + d.input;
   nnc_u8* offsets = offsets_buf + d.rows;
   const nnc_u64 n = d.n, len = d.row_length;
   const nnc_u32 k = d.k, shift = d.shift, bits = d.bits;
@@ -145,7 +101,7 @@ extern "C" __global__ void split_planes(const EncodeDesc* descs, const EncodeTas
                                         nnc_u8* planes_buf) {
   const EncodeTask task = tasks[blockIdx.x];
   const EncodeDesc d = descs[task.desc];
-  const nnc_u8* in = input + d.in;
+  const nnc_u8* in = input + d.input;
   nnc_u8* planes = planes_buf + d.planes;
   const nnc_u64 first = nnc_u64(task.index) << kChunkLog2;
   const nnc_u64 m = d.n - first < (nnc_u64(1) << kChunkLog2) ? d.n - first : (nnc_u64(1) << kChunkLog2);
@@ -250,7 +206,7 @@ extern "C" __global__ void rans_encode_chunks(const nnc_u8* planes, const Encode
   const nnc_u32 subblocks = (c.symbols + block - 1) >> subblock_log2;
   const nnc_u32 lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
   for (nnc_u32 b = warp; b < subblocks; b += warps) {
-    const nnc_u8* sym = planes + c.in + nnc_u64(b) * block;
+    const nnc_u8* sym = planes + c.input + nnc_u64(b) * block;
     const nnc_u32 m = c.symbols - b * block < block ? c.symbols - b * block : block;
     nnc_u8* const end = words + c.words + (nnc_u64(b) + 1u) * 2u * block;
     nnc_u8* wp = end;
