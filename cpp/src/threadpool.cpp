@@ -55,7 +55,7 @@ class Pool {
 
   // Run the job's tasks here and on up to `helpers` workers; return when
   // all are done. While it waits this thread runs no other job's task:
-  // the caller may be a task itself, whose thread-local scratch (frame.cpp)
+  // the caller may be a task itself, whose thread-local scratch (output_memory.cpp)
   // a foreign task would reuse under it (issue 15). Nested calls cannot
   // deadlock without that help: a thread waits only for tasks of a job it
   // created, claimed by threads that, if they wait, wait for jobs created

@@ -39,7 +39,7 @@ constexpr int kThreads = 16;  // above the core count, as nncodecs.set_threads(1
 long pool_rule_round(int caller, std::size_t outer) {
   std::atomic<long> broken{0};
   nnc::parallel_for(outer, kThreads, [&](std::size_t t) {
-    thread_local std::vector<std::uint32_t> scratch;  // as frame.cpp's scratch_buffer
+    thread_local std::vector<std::uint32_t> scratch;  // as output_memory.cpp's scratch_buffer
     const std::uint32_t mark = static_cast<std::uint32_t>(caller) << 20 | static_cast<std::uint32_t>(t);
     scratch.assign(64, mark);
     // Nested tasks read the scratch, as rANS sub-blocks read their chunk's

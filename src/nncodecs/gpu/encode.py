@@ -273,7 +273,7 @@ class _Batch:
                          on_device, rans, planes_dev, subblock_log2)  # fmt: skip
 
     def _row_plan(self) -> tuple[list[bytes], Any, np.ndarray]:
-        """The version 2 row plan (frame.cpp's plan_row_shift) of every tensor
+        """The version 2 row plan (row_shift.cpp's plan_row_shift) of every tensor
         that may have one: (its offsets, on the host; the rows buffer; the
         row length each tensor keeps, 0 where the shift does not pay)."""
         backend = self.backend

@@ -124,7 +124,7 @@ extern "C" __global__ void split_planes(const EncodeDesc* descs, const EncodeTas
 // Per (plane, chunk) of a tensor, one block each (a task): the histogram, the
 // sample's (16 pieces of 1 KiB at multiples of m / 16, chunks of 2^15
 // symbols or more), and with `probe` auto's wish for a zstd trial
-// (frame.cpp's wants_zstd: under 2^14 symbols, or long repeats, which
+// (chunk_choice.cpp's wants_zstd: under 2^14 symbols, or long repeats, which
 // thread 0 searches in order with the CPU's hash table).
 extern "C" __global__ void chunk_stats(const EncodeDesc* descs, const EncodeTask* tasks,
                                        const nnc_u8* planes_buf, nnc_u32 probe, nnc_u32* counts,
