@@ -564,3 +564,18 @@ def test_rans_simd_variants_write_and_read_the_same_bytes() -> None:
                 assert bytes(codec.decode(ref)) == data.tobytes(), (variant, data.size)
     finally:
         _core._set_rans_variant("auto")
+
+
+@pytest.mark.parametrize(
+    "cls",
+    [
+        nncodecs.Weights, nncodecs.NumcodecsWeights, nncodecs.Auto, nncodecs.NumcodecsAuto,
+        nncodecs.Rans, nncodecs.NumcodecsRans, nncodecs.Huffman, nncodecs.NumcodecsHuffman,
+    ],
+)  # fmt: skip
+def test_a_bad_argument_names_the_codec(cls):
+    with pytest.raises(TypeError, match=rf"^{cls.__name__}\(\): .*'bogus'"):
+        cls(bogus=1)
+    if not cls.__name__.startswith("Numcodecs"):  # Zarr codecs: keyword-only settings
+        with pytest.raises(TypeError, match=rf"^{cls.__name__}\(\): .*positional"):
+            cls(11)

@@ -40,7 +40,10 @@ class _FromSchema:
     @classmethod
     def _checked(cls, args: tuple, kwargs: dict[str, Any]) -> tuple[dict[str, Any], Any]:
         """The settings of a constructor call, checked, and its ``threads``."""
-        given = cls.__signature__.bind(*args, **kwargs).arguments  # type: ignore[attr-defined]
+        try:
+            given = cls.__signature__.bind(*args, **kwargs).arguments  # type: ignore[attr-defined]
+        except TypeError as exc:  # Python's message, with the codec's name in it
+            raise TypeError(f"{cls.__name__}(): {exc}") from None
         return cls._settle(cls.schema.check(given)), given.get("threads")
 
     @classmethod
@@ -105,8 +108,8 @@ class ZarrShell(_FromSchema):
             cls.__annotations__ = dict.fromkeys(cls.schema.names, Any)
             dataclasses.dataclass(frozen=True, init=False)(cls)
 
-    def __init__(self, **kwargs: Any) -> None:
-        settings, _ = self._checked((), kwargs)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        settings, _ = self._checked(args, kwargs)
         for name, value in settings.items():
             object.__setattr__(self, name, value)
 
