@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import argparse
+import inspect
 import sys
 from typing import Any
 
@@ -63,8 +64,22 @@ def _with_path(text: str, exc: Exception, args: argparse.Namespace) -> str:
 
 def _quiet_exit() -> None:
     """After an error, Zarr's event loop may still hold tasks of the failed call; at exit
-    asyncio would print "Task was destroyed but it is pending!" for each. The error line
-    is what the user needs: silence asyncio's logger for the rest of the process."""
+    asyncio would print "Task was destroyed but it is pending!" for each, and each
+    coroutine finalised after the loop closed a traceback ("Event loop is closed") or a
+    warning (never awaited). The error line is what the user needs: silence those for
+    the rest of the process."""
     import logging
+    import warnings
 
     logging.getLogger("asyncio").setLevel(logging.CRITICAL + 1)
+    warnings.filterwarnings("ignore", "coroutine .* was never awaited", RuntimeWarning)
+    default = sys.unraisablehook
+
+    def hook(unraisable: Any) -> None:
+        closing = isinstance(unraisable.exc_value, RuntimeError) and inspect.iscoroutine(
+            unraisable.object
+        )
+        if not closing:
+            default(unraisable)
+
+    sys.unraisablehook = hook
