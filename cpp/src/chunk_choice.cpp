@@ -127,7 +127,7 @@ ChunkMode settle_chunk(const ChunkPlan& plan, std::size_t m, const EncodeParams&
     if (has_zstd && zstd_len < winner) best = ChunkMode::zstd, winner = zstd_len;
     return winner * 1000 < m * (1000 - permille) ? best : ChunkMode::raw;
   }
-  // FORMAT: raw unless coding saves at least 5%, decided in integers.
+  // The format's rule: raw unless coding saves at least 5%, decided in integers.
   const std::size_t size = plan.try_rans ? rans_len : huff_len;
   if (size * 20 < m * 19) return plan.try_rans ? ChunkMode::rans : ChunkMode::huffman;
   return ChunkMode::raw;

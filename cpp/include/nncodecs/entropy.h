@@ -97,7 +97,7 @@ struct EncodeParams {
   bool checksum = true;         // CRC32C of the planes
   // Auto only: a coded chunk must be smaller than raw by this many parts per
   // thousand, else it is stored raw (decodes at memcpy speed). rans and
-  // huffman use FORMAT's 5% (50).
+  // huffman use the format's 5% (50).
   unsigned min_gain_permille = 0;
   // With a float layout the input is elements of `planes` bytes: the reorder
   // and the plane split run fused, chunk by chunk (the weights codec).
