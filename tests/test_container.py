@@ -408,3 +408,37 @@ def test_threads_setting(tmp_path: Path) -> None:
             assert same_bits(r.read_tensor("a"), arr)
     finally:
         nncodecs.set_threads(None)
+
+
+@pytest.mark.parametrize("suffix", [".zarr", ".zarr.zip"])
+def test_stored_bytes_are_each_tensors_own_from_one_listing(tmp_path, suffix):
+    # "s" is a prefix of "sp": the stored bytes of one must not count the other's
+    # (zarr's prefix listing of a zip did). A tensor's arrays count their zarr.json
+    # and chunks, as Array.nbytes_stored does.
+    import zipfile
+
+    import scipy.sparse as sps
+
+    rng = np.random.default_rng(3)
+    target = tmp_path / f"m{suffix}"
+    with Writer(target) as w:
+        w.add_tensor("s", np.float32(3.0))
+        w.add_tensor("sp", sps.random(50, 40, density=0.1, format="csr", random_state=0))
+        w.add_tensor("w", rng.standard_normal((40000, 64)).astype(np.float32))
+    if suffix == ".zarr.zip":
+        with zipfile.ZipFile(target) as z:
+            sizes = {i.filename: i.file_size for i in z.infolist()}
+    else:
+        sizes = {
+            p.relative_to(target).as_posix(): p.stat().st_size
+            for p in target.rglob("*")
+            if p.is_file()
+        }
+
+    def under(*prefixes: str) -> int:
+        return sum(n for key, n in sizes.items() if key.startswith(prefixes))
+
+    with Reader(target) as r:
+        assert r.info("s").stored_bytes == under("s/")
+        assert r.info("w").stored_bytes == under("w/")
+        assert r.info("sp").stored_bytes == under("sp/data/", "sp/indices/", "sp/indptr/")

@@ -48,6 +48,7 @@ class Reader:
         if threads is not None:
             set_threads(threads)
         self._base, self._owned = open_store(target, "r", storage_options)
+        self._sizes: dict[str, int] | None = None
         self._where = describe_target(target)
         try:
             self._store = CheckedStore(self._base)
@@ -100,6 +101,12 @@ class Reader:
         self[name]
         return self._entries[name].layout
 
+    def _stored(self, path: str) -> int:
+        """Stored bytes of an array, from one listing of the store made on first use."""
+        if self._sizes is None:
+            self._sizes = storage.stored_sizes(self._base)
+        return self._sizes.get(path, 0)
+
     def info(self, name: str) -> TensorInfo:
         self[name]  # KeyError naming the tensor
         member = self._entries[name]
@@ -112,7 +119,7 @@ class Reader:
                 dtype=dtype_name(main.dtype),
                 shape=tuple(shape),
                 layout=member.layout,
-                stored_bytes=sum(int(a.nbytes_stored()) for a in parts.values()),
+                stored_bytes=sum(self._stored(a.path) for a in parts.values()),
                 nbytes=sum(int(a.nbytes) for a in parts.values()),
                 codec=_codec_names(main),
             )
@@ -122,7 +129,7 @@ class Reader:
             dtype=dtype_name(z.dtype),
             shape=tuple(z.shape),
             layout="dense",
-            stored_bytes=int(z.nbytes_stored()),
+            stored_bytes=self._stored(z.path),
             nbytes=int(z.nbytes),
             codec=_codec_names(z),
         )

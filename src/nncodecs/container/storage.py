@@ -37,6 +37,7 @@ __all__ = [
     "shard_index",
     "single_chunk_key",
     "stored_nbytes",
+    "stored_sizes",
 ]
 
 #: A shard-index entry (offset and length) of a chunk never written.
@@ -67,6 +68,35 @@ def parse_chunk_key(key: str, arrays: Mapping[str, Any]) -> tuple[Any, tuple[int
 def stored_nbytes(store: Any, path: str) -> int:
     """The bytes of an array's chunks in a store."""
     return int(sync(store.getsize_prefix(f"{path}/c")))
+
+
+def stored_sizes(store: Any) -> dict[str, int]:
+    """The bytes of every node in a store (its chunks and its ``zarr.json``, as
+    ``Array.nbytes_stored`` counts them), by path, from one listing.
+
+    Asking array by array lists the store once per array (a zip's whole directory
+    each time): quadratic in the tensors of a model.
+    """
+
+    async def sizes() -> dict[str, int]:
+        keys = [(key, _array_of(key)) async for key in store.list()]
+        keys = [(key, path) for key, path in keys if path is not None]
+        got = await asyncio.gather(*(store.getsize(key) for key, _ in keys))
+        out: dict[str, int] = {}
+        for (_, path), n in zip(keys, got, strict=True):
+            out[path] = out.get(path, 0) + int(n)
+        return out
+
+    return sync(sizes())
+
+
+def _array_of(key: str) -> str | None:
+    """The node a key belongs to: ``<node>/zarr.json``, ``<node>/c``, ``<node>/c/<i>/...``."""
+    for tail in ("/zarr.json", "/c"):
+        if key.endswith(tail):
+            return key[: -len(tail)]
+    path, sep, index = key.rpartition("/c/")
+    return path if sep and index.replace("/", "").isdigit() else None
 
 
 # -- the grid and the shard index -------------------------------------------------------
