@@ -117,3 +117,32 @@ def test_no_cpp_file_is_over_500_lines():
     assert files
     long = {str(p.relative_to(ROOT)): _lines(p) for p in files}
     assert {p: n for p, n in long.items() if n > MAX_CPP_LINES} == {}
+
+
+def test_lazy_names_stay_what_they_name_after_every_submodule_is_imported():
+    # A submodule named like an exported function would shadow it once imported.
+    import importlib
+    import pkgutil
+    import types
+
+    import nncodecs
+    import nncodecs.formats
+
+    for package in (nncodecs, nncodecs.formats):
+        for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+            if ".gpu.kernels" not in info.name and not info.name.endswith("__main__"):
+                importlib.import_module(info.name)
+        for name in package.__all__:
+            assert not isinstance(getattr(package, name), types.ModuleType), (package, name)
+
+
+def test_the_command_line_starts_without_the_codecs():
+    # `nncodecs --help` imports the parser only: no zarr, no ml_dtypes, no _core.
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "nncodecs", "--help"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    imported = {line.split("|")[-1].strip() for line in result.stderr.splitlines()}
+    assert "nncodecs.cli.parser" in imported
+    assert not imported & {"zarr", "ml_dtypes", "nncodecs._core", "nncodecs.container"}

@@ -3,8 +3,10 @@
 Every transform is a Zarr v3 codec (``BitReorder``, ``Planes``) and a
 numcodecs codec of the same id (``NumcodecsBitReorder``, ``NumcodecsPlanes``);
 both are found through entry points, so a Zarr array written with them
-opens in any process that has nncodecs installed. Importing nncodecs also
-makes ``numpy.dtype("bfloat16")`` (and float8 / float4) work, via ml_dtypes.
+opens in any process that has nncodecs installed. ``import nncodecs`` imports
+each of its names on first use, so that the command line starts fast; once
+a codec or ``nncodecs.dtypes`` is loaded, ``numpy.dtype("bfloat16")`` (and
+float8 / float4) work, via ml_dtypes.
 
 Examples
 --------
@@ -19,26 +21,24 @@ Examples
 True
 """
 
-from nncodecs import _core
-from nncodecs.codecs import (
-    Auto,
-    BitReorder,
-    Huffman,
-    NumcodecsAuto,
-    NumcodecsBitReorder,
-    NumcodecsHuffman,
-    NumcodecsPlanes,
-    NumcodecsRans,
-    NumcodecsWeights,
-    Planes,
-    Rans,
-    Weights,
-)
-from nncodecs.container import Reader, TensorInfo, Writer, merge
-from nncodecs.dtypes import as_numpy, to_torch
-from nncodecs.errors import CorruptDataError, NNCodecsError, NotAContainerError
-from nncodecs.formats import ArchiveResult, archive
-from nncodecs.frame import get_threads, set_threads
+from nncodecs._lazy import lazy_exports
+
+_EXPORTS = {
+    **dict.fromkeys(
+        [
+            "Auto", "BitReorder", "Huffman", "Planes", "Rans", "Weights", "NumcodecsAuto",
+            "NumcodecsBitReorder", "NumcodecsHuffman", "NumcodecsPlanes", "NumcodecsRans",
+            "NumcodecsWeights",
+        ],
+        "nncodecs.codecs",
+    ),
+    **dict.fromkeys(["Reader", "TensorInfo", "Writer", "merge"], "nncodecs.container"),
+    **dict.fromkeys(["as_numpy", "to_torch"], "nncodecs.dtypes"),
+    **dict.fromkeys(["CorruptDataError", "NNCodecsError", "NotAContainerError"], "nncodecs.errors"),
+    **dict.fromkeys(["ArchiveResult", "archive"], "nncodecs.formats"),
+    **dict.fromkeys(["get_threads", "set_threads"], "nncodecs.frame"),
+}  # fmt: skip
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 __version__ = "0.1.0"
 
@@ -70,5 +70,3 @@ __all__ = [
     "set_threads",
     "to_torch",
 ]
-
-del _core

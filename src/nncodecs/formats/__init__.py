@@ -2,16 +2,24 @@
 needs to come back), and what is built on them: ``compress``, ``decompress``,
 ``convert``, ``merge_containers`` and ``archive``."""
 
-from nncodecs.formats.archive import ArchiveResult, archive
-from nncodecs.formats.compress import compress
-from nncodecs.formats.convert import convert, convert_file
-from nncodecs.formats.detect import READ_FORMATS, WRITE_FORMATS, detect_format
-from nncodecs.formats.merge import merge_containers
-from nncodecs.formats.paths import check_container_name
-from nncodecs.formats.restore import decompress, default_output, restored_name
-from nncodecs.formats.safetensors import SafetensorsFile, read_safetensors, write_safetensors
-from nncodecs.formats.source import Source, Tensor
-from nncodecs.formats.sources import iter_source, open_source
+from nncodecs._lazy import lazy_exports
+
+_EXPORTS = {
+    **dict.fromkeys(["ArchiveResult", "archive"], "nncodecs.formats.archiving"),
+    "compress": "nncodecs.formats.compressing",
+    **dict.fromkeys(["convert", "convert_file"], "nncodecs.formats.converting"),
+    **dict.fromkeys(["READ_FORMATS", "WRITE_FORMATS", "detect_format"], "nncodecs.formats.detect"),
+    "merge_containers": "nncodecs.formats.merge",
+    "check_container_name": "nncodecs.formats.paths",
+    **dict.fromkeys(["decompress", "default_output", "restored_name"], "nncodecs.formats.restore"),
+    **dict.fromkeys(
+        ["SafetensorsFile", "read_safetensors", "write_safetensors"], "nncodecs.formats.safetensors"
+    ),
+    **dict.fromkeys(["Source", "Tensor"], "nncodecs.formats.source"),
+    **dict.fromkeys(["iter_source", "open_source"], "nncodecs.formats.sources"),
+}
+# Imported on first use: the command line's parser needs only the format lists.
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
     "READ_FORMATS",

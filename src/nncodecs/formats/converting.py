@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nncodecs.formats.compress import compress
+from nncodecs.formats.compressing import compress
 from nncodecs.formats.detect import WRITE_FORMATS, detect_format
 from nncodecs.formats.merge import merge_containers
 from nncodecs.formats.npz import write_npz
