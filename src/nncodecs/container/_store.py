@@ -51,7 +51,7 @@ def open_store(
     ``endpoint_url`` and keys), or any Zarr store object.
 
     ``owned`` says whether the caller must close the store. Writers use
-    :func:`nncodecs.container.output.open_output`; this serves readers and
+    :func:`nncodecs.container.target.open_output`; this serves readers and
     the parallel archive.
     """
     if isinstance(target, Store):
@@ -230,9 +230,14 @@ class CheckedStore(WrapperStore):
             buf = await self._store.get(key, prototype, byte_range)
         except (zipfile.BadZipFile, zlib.error, EOFError) as exc:  # a bad CRC, a cut entry
             raise self.describe_error(key, f"a damaged zip entry ({exc})") from None
+        self._check_value(key, buf, byte_range)
+        return buf
+
+    def _check_value(self, key: str, buf: Any, byte_range: Any = None) -> None:
+        """A chunk of an array recorded whole must be there, a shard's index whole."""
         found = storage.parse_chunk_key(key, self.strict) if self.strict else None
         if found is None:
-            return buf
+            return
         node, coords = found
         if buf is None:
             raise CorruptDataError(f"tensor {node.name!r}: chunk {key} is missing")
@@ -243,8 +248,33 @@ class CheckedStore(WrapperStore):
             index_len = storage.index_nbytes(per)
             suffix = isinstance(byte_range, SuffixByteRequest) and byte_range.suffix == index_len
             if byte_range is None or suffix:
-                self._check_index(node, key, coords, buf.to_bytes()[-index_len:])
-        return buf
+                raw = buf if isinstance(buf, bytes) else buf.to_bytes()
+                self._check_index(node, key, coords, raw[-index_len:])
+
+    def read_now(self, keys: list[str]) -> list[bytes | None] | None:
+        """Whole values of ``keys``, read from local files here and now (no trip through
+        Zarr's event loop), with :meth:`get`'s checks; ``None`` where the store is not
+        a local directory or zip. (A zip entry's CRC-32 is not checked: chunks carry
+        their own CRC32C, or are checked whole against the one recorded.)"""
+        if not isinstance(self._store, LocalStore | ZipStore):
+            return None
+        out: list[bytes | None] = []
+        for key in keys:
+            self.check_key(key)
+            located = self.locate(key)
+            data = None
+            if located is not None:
+                path, offset, length = located
+                fd = os.open(path, os.O_RDONLY)
+                try:
+                    data = os.pread(fd, length, offset)
+                finally:
+                    os.close(fd)
+                if len(data) != length:
+                    raise self.describe_error(key, "cut short")
+            self._check_value(key, data)
+            out.append(data)
+        return out
 
     @staticmethod
     def _check_index(node: Strict, key: str, coords: tuple[int, ...], tail: bytes) -> None:

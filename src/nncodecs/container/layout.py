@@ -32,6 +32,7 @@ __all__ = [
     "FORMAT",
     "VERSION",
     "Member",
+    "check_codec",
     "check_container",
     "chunking",
     "codec_settings",
@@ -101,6 +102,13 @@ def shape_problem(z: Any, attrs: Any) -> str | None:
         if found != dtype:
             return f"its zarr.json says dtype {found}, its records {dtype}"
     return None
+
+
+def check_codec(codec: Any) -> str:
+    """A codec name a Writer accepts (else ValueError listing them)."""
+    if codec not in CODECS:
+        raise ValueError(f"codec must be one of {', '.join(CODECS)}, got {codec!r}")
+    return codec
 
 
 def codec_settings(codec: str, level: int = 3) -> dict[str, Any]:

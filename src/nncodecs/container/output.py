@@ -10,20 +10,18 @@ hold the target's lock; every path they create beside a target comes from
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
-import shutil
-import zipfile
-from pathlib import Path, PurePosixPath
+import uuid
+from pathlib import Path
 from typing import Any
 
 import zarr
-from zarr.abc.store import Store
+from zarr.core.sync import sync
 from zarr.storage import LocalStore
 
-from nncodecs.container import layout
-from nncodecs.container._store import local_path, open_store, open_zip, zip_problems
-from nncodecs.errors import CorruptDataError, NotAContainerError
+from nncodecs.container import layout, storage
 from nncodecs.outputs import (
     OutputLock,
     _remove,
@@ -34,7 +32,7 @@ from nncodecs.outputs import (
     temp_path,
 )
 
-__all__ = ["Output", "StoreOutput", "open_output", "settle"]
+__all__ = ["DirOutput", "LockedOutput", "Output", "StoreOutput", "remove_settled", "settle"]
 
 
 def settle(timeout: float = 120.0) -> None:
@@ -66,7 +64,7 @@ def settle(timeout: float = 120.0) -> None:
         future.cancel()
 
 
-def _remove_settled(path: Path) -> None:
+def remove_settled(path: Path) -> None:
     """Remove a writer's temporary once no write into it is running (twice if one was)."""
     settle()
     _remove(path)
@@ -88,10 +86,22 @@ class Output:
     in_place: bool = True
     local: bool = False
 
-    def commit(self) -> bool:
-        """Make what the store holds the container at the target. Returns whether
-        ``store`` changed (the writer then reopens its group on it)."""
-        return False
+    def put(self, items: dict[str, bytes]) -> None:
+        """Write objects by key (chunks, or metadata documents ``.../zarr.json``)."""
+        sync(storage.set_many(self.store, items))
+
+    def discard(self, path: str) -> None:
+        """Remove what an unfinished write left under a node (before it is written again)."""
+        if self.in_place:
+            sync(self.store.delete_dir(path))
+
+    def adopt(self, nodes: set[str]) -> None:
+        """Mode ``"a"``: keep these nodes of the container being appended to (and only them)."""
+
+    def commit(self, root: bytes, final: bool = False) -> None:
+        """Write the root ``zarr.json`` and make what was written the container at the
+        target (``final``: the last commit, the output closes next)."""
+        self.put({"zarr.json": root})
 
     def abandon(self) -> None:
         """Drop what was not committed; leave the target as the last commit left it."""
@@ -112,8 +122,6 @@ class StoreOutput(Output):
 
     def check_replaceable(self, target: Any, overwrite: bool) -> None:
         """Mode "w": nothing there, or (overwrite) an nncodecs container."""
-        from zarr.core.sync import sync
-
         if sync(self.store.is_empty("")):
             return
         where = target if is_url(target) else type(self.store).__name__
@@ -130,7 +138,7 @@ class StoreOutput(Output):
             )
 
 
-class _LockedOutput(Output):
+class LockedOutput(Output):
     local = True
 
     def __init__(self, path: Path, mode: str, overwrite: bool) -> None:
@@ -157,20 +165,25 @@ class _LockedOutput(Output):
             self.lock.release()
 
 
-class DirOutput(_LockedOutput):
+class DirOutput(LockedOutput):
     """A directory container: a new one is written under ``.NAME.nncodecs-PID.tmp``
     and renamed into place at its first commit; an existing one (mode ``"a"``)
-    is written in place, under the lock."""
+    is written in place, under the lock.
+
+    Objects are written as files directly (no Zarr store round trip); in place,
+    a metadata document goes through a temporary name and a rename, so a reader
+    never sees half of one."""
 
     def _open(self, mode: str, overwrite: bool) -> None:
         path = self.path
         self.overwrite = overwrite
+        self._dirs: set[str] = set()  # folders made (relative to the root)
         if mode == "a":
             if not (path / "zarr.json").is_file():
                 raise FileNotFoundError(f"{path}: no container to append to")
             _tidy(path)
             self.in_place = True
-            self.store = LocalStore(path)
+            self.root = path
         else:
             check_output(path, overwrite)
             self.temp = temp_path(path)
@@ -178,26 +191,59 @@ class DirOutput(_LockedOutput):
             try:
                 self.temp.mkdir()
                 self.in_place = False
-                self.store = LocalStore(self.temp)
+                self.root = self.temp
             except BaseException:
                 _remove(self.temp)
                 raise
+        self.store = LocalStore(self.root)
 
-    def commit(self) -> bool:
+    def put(self, items: dict[str, bytes]) -> None:
+        root = str(self.root)
+        for key, data in items.items():
+            folder, _, name = key.rpartition("/")
+            if folder and folder not in self._dirs:
+                self._mkdirs(folder)
+            file = os.path.join(root, key)
+            if self.in_place and name == "zarr.json":
+                part = f"{file}.{uuid.uuid4().hex}.partial"
+                with open(part, "wb") as f:
+                    f.write(data)
+                os.replace(part, file)
+            else:
+                with open(file, "wb") as f:
+                    f.write(data)
+
+    def _mkdirs(self, folder: str) -> None:
+        """Make a folder (relative to the root) and its parents: one mkdir each."""
+        parent = folder.rpartition("/")[0]
+        if parent and parent not in self._dirs:
+            self._mkdirs(parent)
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(os.path.join(self.root, folder))
+        self._dirs.add(folder)
+
+    def discard(self, path: str) -> None:
         if self.in_place:
-            return False
+            _remove(self.root.joinpath(*path.split("/")))
+            self._dirs.clear()
+
+    def commit(self, root: bytes, final: bool = False) -> None:
+        self.put({"zarr.json": root})
+        if self.in_place:
+            return
         self.store.close()
         publish(self.temp, self.path, force=self.overwrite)
         self.in_place = True
+        self.root = self.path
+        self._dirs.clear()
         self.store = LocalStore(self.path)
-        return True
 
     def abandon(self) -> None:
         try:
             settle()  # (writes an interrupt left running, in place or not)
             self.store.close()
             if not self.in_place:
-                _remove_settled(self.temp)
+                remove_settled(self.temp)
         finally:
             self.lock.release()
 
@@ -228,93 +274,3 @@ def _tidy(path: Path) -> None:
                 for name in inside:
                     os.unlink(os.path.join(entry.path, name))
                 os.rmdir(entry.path)
-
-
-class ZipOutput(_LockedOutput):
-    """A zip container: written into ``.NAME.nncodecs-PID.tmp/store`` (the previous
-    zip unpacked there in mode ``"a"``); each commit writes
-    ``.NAME.nncodecs-PID.tmp/new.zip`` and renames it over the target."""
-
-    def _open(self, mode: str, overwrite: bool) -> None:
-        path = self.path
-        if mode == "a" and not path.is_file():
-            raise FileNotFoundError(f"{path}: no container to append to")
-        if mode == "w":
-            check_output(path, overwrite)
-        self.force = overwrite or mode == "a"
-        self.temp = temp_path(path)
-        _remove(self.temp)
-        try:
-            staging = self.temp / "store"
-            staging.mkdir(parents=True)
-            if mode == "a":
-                _unpack(path, staging)
-            self.in_place = False
-            self.store = LocalStore(staging)
-        except BaseException:
-            _remove(self.temp)
-            raise
-
-    def commit(self) -> bool:
-        """Write the zip (stored, not deflated: the chunks are compressed) and swap it in."""
-        staging, out = self.temp / "store", self.temp / "new.zip"
-        with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as z:
-            for file in sorted(staging.rglob("*")):
-                if file.is_file() and not file.name.endswith(".partial"):
-                    z.write(file, file.relative_to(staging).as_posix())
-        publish(out, self.path, force=self.force)
-        self.force = True  # from now on the zip there is this writer's
-        return False
-
-    def abandon(self) -> None:
-        self.close()
-
-    def close(self) -> None:
-        try:
-            self.store.close()
-            _remove_settled(self.temp)
-        finally:
-            self.lock.release()
-
-
-def _unpack(path: Path, staging: Path) -> None:
-    """Unpack a zip container for appending, refusing what a reader refuses."""
-    zf = open_zip(path)._zf
-    bad = zip_problems(zf)
-    if bad:
-        key, why = next(iter(bad.items()))
-        raise CorruptDataError(f"{path}: {key}: {why}")
-    for info in zf.infolist():
-        name = PurePosixPath(info.filename)
-        if info.is_dir():
-            continue
-        if name.is_absolute() or ".." in name.parts:
-            raise CorruptDataError(f"{path}: entry {info.filename!r} leaves the container")
-        dest = staging.joinpath(*name.parts)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        with zf.open(info) as src, open(dest, "xb") as dst:
-            shutil.copyfileobj(src, dst, 1 << 20)
-    zf.close()
-
-
-def open_output(
-    target: Any, mode: str, overwrite: bool, storage_options: dict[str, Any] | None
-) -> Output:
-    """The Output of a Writer's target (see :class:`nncodecs.Writer`)."""
-    if isinstance(target, Store):
-        return StoreOutput(target, owned=False)
-    if is_url(target):
-        store, owned = open_store(target, mode, storage_options)
-        return StoreOutput(store, owned)
-    if storage_options:
-        raise ValueError("storage_options go with a URL target (s3://...)")
-    path = local_path(target)
-    assert path is not None
-    if path.suffix == ".zip":
-        return ZipOutput(path, mode, overwrite)
-    if path.is_file() and not path.is_symlink():
-        if mode == "a":
-            raise NotAContainerError(f"{path}: a file, not a directory container")
-        if not overwrite:
-            raise FileExistsError(f"{path}: exists (a file); use overwrite=True to replace it")
-    return DirOutput(path, mode, overwrite)

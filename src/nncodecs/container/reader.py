@@ -14,6 +14,7 @@ from nncodecs.container._store import CheckedStore, Strict, describe_target, ope
 from nncodecs.container.arrays import convert
 from nncodecs.container.checks import check_crc, check_size, chunk_frames
 from nncodecs.container.composite import assemble
+from nncodecs.container.decoding import read_weights
 from nncodecs.dtypes import dtype_name
 from nncodecs.errors import CorruptDataError
 from nncodecs.frame import set_threads
@@ -189,7 +190,8 @@ class Reader:
             return np.empty(z.shape, z.dtype)
         try:
             check_size(z, self._store)
-            return z[...]
+            value = read_weights(z, z.path in self._store.strict)
+            return z[...] if value is None else value
         except CorruptDataError as exc:
             raise self._error(name, exc) from None
 
@@ -239,7 +241,7 @@ class Reader:
     def _memory_map(self, name: str) -> np.ndarray | None:
         """A read-only map of a raw, one-chunk tensor's bytes, where the store allows."""
         z = self[name]
-        codecs = z.metadata.to_dict()["codecs"]
+        codecs = [c.to_dict() for c in z.metadata.codecs]
         raw = len(codecs) == 1 and codecs[0]["name"] == "bytes"
         if not raw or tuple(z.chunks) != tuple(max(1, d) for d in z.shape) or z.size == 0:
             return None
@@ -303,7 +305,7 @@ class Reader:
 def _codec_names(z: Any) -> str:
     """The codecs of an array, naming what is inside shards."""
     names = []
-    for c in z.metadata.to_dict()["codecs"]:
+    for c in (c.to_dict() for c in z.metadata.codecs):
         if c["name"] == "sharding_indexed":
             inner = "+".join(i["name"] for i in c["configuration"]["codecs"])
             names.append(f"sharding_indexed({inner})")

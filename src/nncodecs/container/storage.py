@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +26,7 @@ __all__ = [
     "Grid",
     "ShardIndex",
     "chunk_bytes",
+    "chunk_windows",
     "exist_many",
     "get_many",
     "grid",
@@ -165,7 +166,7 @@ def shard_index(tail: np.ndarray, per: int) -> ShardIndex | None:
 def inner_codecs(z: Any) -> list[dict] | None:
     """The codecs of each chunk (inside its shard, if sharded); ``None`` for
     shards whose index is laid out otherwise than at the end, CRC32C-checked."""
-    codecs = list(z.metadata.to_dict()["codecs"])
+    codecs = [c.to_dict() for c in z.metadata.codecs]  # (not the whole metadata's: slow)
     if not (len(codecs) == 1 and codecs[0]["name"] == "sharding_indexed"):
         return codecs
     config = codecs[0]["configuration"]
@@ -233,6 +234,36 @@ def chunk_bytes(arrays: list[Any]) -> list[list[np.ndarray | None] | None]:
             chunks += _shard_chunks(z, s, g, _bytes_of(next(buffers)))
         out.append(chunks)
     return out
+
+
+def chunk_windows(z: Any, max_bytes: int) -> Iterator[list[np.ndarray | None]]:
+    """The stored bytes of an array's chunks (laid out as :func:`chunk_bytes` reads
+    them), in grid order, a window of stored objects at a time: objects covering
+    about ``max_bytes`` of the array are read in one batch, so a large array
+    never has its whole stored copy in memory."""
+    g = grid(z)
+    if g is None or inner_codecs(z) is None:
+        raise ValueError(f"{z.path!r} is not laid out as nncodecs writes arrays")
+    ndim = len(z.shape)
+    covers = math.prod(z.shards or z.chunks) * z.dtype.itemsize
+    step = max(1, max_bytes // max(1, covers))
+    store = z.store_path.store
+    for first in range(0, g.objects, step):
+        objects = range(first, min(g.objects, first + step))
+        keys = [_chunk_key(z, (i, *[0] * (ndim - 1)) if ndim else ()) for i in objects]
+        now = getattr(store, "read_now", None)
+        found = now(keys) if now is not None else None
+        if found is None:
+            got = [_bytes_of(b) for b in read_many(store, keys)]
+        else:
+            got = [None if b is None else np.frombuffer(b, np.uint8) for b in found]
+        if not g.per:
+            yield got
+            continue
+        chunks: list[np.ndarray | None] = []
+        for s, raw in zip(objects, got, strict=True):
+            chunks += _shard_chunks(z, s, g, raw)
+        yield chunks
 
 
 def _chunk_key(z: Any, coords: tuple[int, ...]) -> str:

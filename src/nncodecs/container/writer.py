@@ -2,35 +2,30 @@
 
 from __future__ import annotations
 
-import asyncio
-import warnings
+import json
 from typing import Any, Self
 
 import numpy as np
-import zarr
-from zarr.core.sync import sync
 
-from nncodecs.container import composite, layout, storage
+from nncodecs.container import composite, docs, encoding, layout, storage
 from nncodecs.container._store import CheckedStore, describe_target
 from nncodecs.container.arrays import to_host_array
 from nncodecs.container.names import escape
-from nncodecs.container.output import Output, StoreOutput, open_output
+from nncodecs.container.output import Output, StoreOutput
+from nncodecs.container.target import open_output
 from nncodecs.dtypes import array_kind, dtype_name
+from nncodecs.errors import CorruptDataError
 from nncodecs.frame import set_threads
 
 __all__ = ["Writer"]
 
-# Small tensors are written in batches, concurrently: a model of 5,000 tiny
-# tensors would otherwise pay Zarr's per-call overhead 15,000 times. The
-# group's tensor order is rewritten after each batch (and at close); tensors
-# past the last rewrite are still found by the Reader through their commit flag.
+# Objects are queued and written in batches (concurrently, on a Zarr store):
+# a model of 5,000 tiny tensors must not pay a store round trip per object.
 _BATCH_BYTES = 16 << 20
 _BATCH_COUNT = 256
-# Tensors from this size on are written at once, not copied into a batch:
-# Zarr's per-array overhead is small next to their coding.
+# A tensor from this size on is written out before add_tensor returns (in a
+# directory container that exists already, it is then committed).
 _ALONE_BYTES = 1 << 20
-# Chunks written per call for a large unsharded tensor (see _write).
-_SLAB_CHUNKS = 4
 
 
 class Writer:
@@ -98,33 +93,26 @@ class Writer:
             set_threads(threads)
         if mode not in ("w", "a"):
             raise ValueError(f"mode must be 'w' or 'a', got {mode!r}")
-        layout.codec_settings(codec)  # validates the name
-        self.codec = codec
+        self.codec = layout.check_codec(codec)
         self.chunk_bytes = int(chunk_bytes)
         if overwrite and mode != "w":
             raise ValueError("overwrite goes with mode 'w'")
         self._closed = True  # until the output is open
-        self._names: list[str] = []  # committed and pending, in order
-        self._pending: list[tuple[str, np.ndarray, str | None]] = []
-        self._pending_bytes = 0
+        self._names: list[str] = []  # committed and written, in order
+        self._known: set[str] = set()  # (the same, to look up)
+        self._docs: dict[str, dict[str, Any]] = {}  # every node's zarr.json, by path
+        self._queue: dict[str, bytes] = {}  # chunks not yet written
+        self._queue_docs: dict[str, bytes] = {}  # their arrays' documents, written after
+        self._queue_bytes = 0
         self.metadata: dict[str, str] = {}
         # Whether this container records every chunk written and CRCs (all its tensors do).
         self._records = True
         self._output: Output = open_output(target, mode, bool(overwrite), storage_options)
         try:  # (right after the output is open: any exception abandons it, lock and all)
-            self._store = self._output.store
             if mode == "a":
-                where = describe_target(self._store)
-                _, attrs, members = layout.open_container(CheckedStore(self._store), where)
-                self._names = layout.tensor_order(attrs, members)
-                self.metadata = dict(attrs.get("metadata", {}))
-                self._records = attrs.get("records") == layout.RECORDS
-                # Not through the consolidated metadata: the group's next write drops it.
-                self._group = zarr.open_group(self._store, mode="a", use_consolidated=False)
-            else:
-                if isinstance(self._output, StoreOutput):
-                    self._output.check_replaceable(target, bool(overwrite))
-                self._group = zarr.open_group(self._store, mode="w")
+                self._adopt(self._output.store)
+            elif isinstance(self._output, StoreOutput):
+                self._output.check_replaceable(target, bool(overwrite))
         except BaseException:
             self._output.abandon()
             raise
@@ -134,13 +122,34 @@ class Writer:
         self._consolidated = mode == "a"
         self._closed = False
 
+    def _adopt(self, store: Any) -> None:
+        """Mode "a": the container's tensors, metadata and documents, kept as they are."""
+        where = describe_target(store)
+        _, attrs, members = layout.open_container(CheckedStore(store), where)
+        self._names = layout.tensor_order(attrs, members)
+        self._known = set(self._names)
+        self.metadata = dict(attrs.get("metadata", {}))
+        self._records = attrs.get("records") == layout.RECORDS
+        paths = []
+        for name, member in members.items():
+            node = escape(name)
+            paths.append(node)
+            if member.layout != "dense":
+                paths += [f"{node}/{a.basename}" for a, _ in member.arrays]
+        found = storage.read_many(store, [f"{p}/zarr.json" for p in paths])
+        for path, buf in zip(paths, found, strict=True):
+            if buf is None:
+                raise CorruptDataError(f"{where}: {path}/zarr.json is missing")
+            self._docs[path] = json.loads(buf.to_bytes())
+        self._output.adopt({escape(name) for name in members})
+
     def add_tensor(self, name: str, tensor: Any, codec: str | None = None) -> None:
         """Store one tensor (NumPy, torch CPU/CUDA, CuPy) under ``name``.
 
         Raises ``ValueError`` for a name already there and ``TypeError`` for a
-        dtype nncodecs does not support. Tensors under 1 MiB are written in
-        batches (a copy is kept until then); a larger one is written at once,
-        in slabs of whole shards.
+        dtype nncodecs does not support. The tensor is encoded at once, a chunk
+        (or shard) at a time; small tensors' objects are written out in batches,
+        a tensor of 1 MiB or more before this returns.
         """
         self._check_new(name)
         if array_kind(tensor) == "scipy.sparse":
@@ -151,23 +160,23 @@ class Writer:
             dtype_name(arr.dtype)
         except TypeError as exc:
             raise TypeError(f"tensor {name!r}: {exc}") from None
-        layout.codec_settings(codec or self.codec)  # validates a per-tensor codec name
-        if arr.nbytes >= _ALONE_BYTES:
-            self._flush()
-            self._pending.append((name, arr, codec))
-            self._flush()
-            return
+        codec = layout.check_codec(codec or self.codec)
+        self._begin_change()
+        node = escape(name)
+        self._output.discard(node)  # (only ever a leftover of a writer that died)
+        attrs = {"name": name, "layout": "dense", "complete": True}
+        dims = [f"{node}.{i}" for i in range(arr.ndim)] if arr.ndim else None
+        self._write_array(node, arr, codec, attrs, dims, raw_one_chunk=True)
         self._names.append(name)
-        self._pending.append((name, arr.copy(), codec))
-        self._pending_bytes += arr.nbytes
-        if self._pending_bytes >= _BATCH_BYTES or len(self._pending) >= _BATCH_COUNT:
-            self._flush()
+        self._known.add(name)
+        if arr.nbytes >= _ALONE_BYTES:
+            self._drain()
 
     def _check_new(self, name: Any) -> None:
         self._check_open()
         if not isinstance(name, str):
             raise TypeError(f"a tensor name must be a str, got {type(name).__name__}")
-        if name in self._names:
+        if name in self._known:
             raise ValueError(f"tensor {name!r} is already in the container")
 
     # -- composite layouts: a sub-group of 1-D (or small) arrays ----------------------
@@ -201,110 +210,75 @@ class Writer:
         self._add_composite(name, composite.quantized_parts(name, blocks, scales, scheme), codec)
 
     def _add_composite(self, name: str, made: composite.Parts, codec: Any) -> None:
-        """A sub-group of arrays; committed by its own flag, set last."""
+        """A sub-group of arrays; committed by its own flag, in its document written last."""
         kind, parts, extra = made
         for part, arr in parts.items():
             try:
                 dtype_name(arr.dtype)
             except TypeError as exc:
                 raise TypeError(f"tensor {name!r} ({part}): {exc}") from None
-        self._flush()
+        codec = layout.check_codec(codec or self.codec)
         self._begin_change()
         node = escape(name)
-        sub = self._group.create_group(
-            node,
-            overwrite=True,  # only ever a leftover of a writer that died: names are checked
-            attributes={layout.ATTRS_KEY: {"name": name, "layout": kind, "complete": False}},
-        )
+        self._output.discard(node)  # (only ever a leftover of a writer that died)
         for part, arr in parts.items():
-            z = sub.create_array(
-                part,
-                shape=arr.shape,
-                dtype=arr.dtype,
-                dimension_names=[f"{node}.{part}.{i}" for i in range(arr.ndim)],
-                config=layout.ARRAY_CONFIG,
-                **layout.chunking(arr.shape, arr.dtype.itemsize, self.chunk_bytes),
-                **layout.codec_settings(codec or self.codec),
-            )
-            arr = np.ascontiguousarray(arr)
-            if arr.size:
-                z[...] = arr
-            z.attrs[layout.ATTRS_KEY] = layout.tensor_records(arr, codec or self.codec)
-        sub.attrs[layout.ATTRS_KEY] = {"name": name, "layout": kind, "complete": True, **extra}
+            dims = [f"{node}.{part}.{i}" for i in range(arr.ndim)]
+            self._write_array(f"{node}/{part}", arr, codec, {}, dims, raw_one_chunk=False)
+        attrs = {"name": name, "layout": kind, "complete": True, **extra}
+        self._queue_doc(node, docs.group_doc({layout.ATTRS_KEY: attrs}))
         self._names.append(name)
-        self._write_group_attrs()
+        self._known.add(name)
+        self._drain()
 
-    def _flush(self) -> None:
-        """Write the pending tensors, concurrently, then record them in the group."""
-        if not self._pending:
-            return
-        self._begin_change()
-        pending, self._pending, self._pending_bytes = self._pending, [], 0
-        for name, _, _ in pending:
-            if name not in self._names:
-                self._names.append(name)
-        sync(self._write_all(pending))
-        self._write_group_attrs()
-
-    async def _write_all(self, items: list[tuple[str, np.ndarray, str | None]]) -> None:
-        # Every write finishes (or fails) before this returns: one that failed must not
-        # leave the others running into a temporary that is about to be removed.
-        results = await asyncio.gather(
-            *(self._write(name, arr, codec) for name, arr, codec in items), return_exceptions=True
+    def _write_array(
+        self,
+        path: str,
+        arr: np.ndarray,
+        codec: str,
+        attrs: dict[str, Any],
+        dims: list[str] | None,
+        raw_one_chunk: bool,
+    ) -> None:
+        """Queue an array's objects (encoded now), then its document."""
+        arr = np.asarray(arr, order="C")  # (ascontiguousarray makes 0-d 1-d)
+        if arr.dtype.byteorder == ">":
+            arr = arr.astype(arr.dtype.newbyteorder("<"))
+        grid = layout.chunking(
+            arr.shape, arr.dtype.itemsize, self.chunk_bytes, codec if raw_one_chunk else "auto"
         )
-        for result in results:
-            if isinstance(result, BaseException):
-                raise result
+        chunks, shards = tuple(grid["chunks"]), grid.get("shards")
+        tmpl = docs.template(arr.dtype, arr.ndim, codec, shards is not None)
+        for key, data in encoding.objects(arr, tmpl, chunks, shards):
+            self._queue[f"{path}/{key}"] = data
+            self._queue_bytes += len(data)
+            if self._queue_bytes >= _BATCH_BYTES:
+                self._drain(docs_too=False)
+        attrs = {**attrs, **layout.tensor_records(arr, codec)}
+        self._queue_doc(path, docs.array_doc(tmpl, arr.shape, chunks, shards, dims,
+                                             {layout.ATTRS_KEY: attrs}))  # fmt: skip
 
-    async def _write(self, name: str, arr: np.ndarray, codec: str | None) -> None:
-        node = escape(name)
-        z = await self._group._async_group.create_array(
-            node,
-            shape=arr.shape,
-            dtype=arr.dtype,
-            dimension_names=[f"{node}.{i}" for i in range(arr.ndim)] if arr.ndim else None,
-            attributes={layout.ATTRS_KEY: self._tensor_attrs(name, complete=False)},
-            overwrite=True,  # only ever a leftover of a writer that died: names are checked
-            config=layout.ARRAY_CONFIG,
-            **layout.chunking(arr.shape, arr.dtype.itemsize, self.chunk_bytes, codec or self.codec),
-            **layout.codec_settings(codec or self.codec),
-        )
-        # Large tensors go in slabs of whole shards (or of a few chunks):
-        # Zarr holds every encoded chunk of one call until it is stored, so
-        # a tensor written at once would hold its whole compressed copy.
-        slab = z.shards[0] if z.shards else z.chunks[0] * _SLAB_CHUNKS if arr.ndim else 0
-        if arr.size == 0:
-            pass  # no chunks: constant time whatever the declared shape
-        elif arr.ndim and arr.shape[0] > slab:
-            for start in range(0, arr.shape[0], slab):
-                await z.setitem(slice(start, start + slab), arr[start : start + slab])
-        else:
-            await z.setitem(Ellipsis, arr)
-        key = f"{node}/{storage.single_chunk_key(arr.ndim)}"
-        store = z.store_path.store
-        if (
-            arr.size
-            and (codec or self.codec) == "raw"
-            and not (await storage.exist_many(store, [key]))[0]
-        ):
-            # Zarr skips a chunk that equals the fill value; a raw tensor's
-            # chunk is always written so that it can be memory-mapped.
-            await storage.set_many(store, {key: arr.tobytes()})
-        # Only now is the tensor committed: a reader skips arrays without this.
-        attrs = self._tensor_attrs(name, complete=True)
-        attrs.update(layout.tensor_records(arr, codec or self.codec))
-        await z.update_attributes({layout.ATTRS_KEY: attrs})
+    def _queue_doc(self, path: str, doc: dict[str, Any]) -> None:
+        self._docs[path] = doc
+        self._queue_docs[f"{path}/zarr.json"] = docs.dumps(doc)
+        if len(self._queue) + len(self._queue_docs) >= _BATCH_COUNT:
+            self._drain()
 
-    def _tensor_attrs(self, name: str, complete: bool) -> dict[str, Any]:
-        return {"name": name, "layout": "dense", "complete": complete}
+    def _drain(self, docs_too: bool = True) -> None:
+        """Write the queued objects, then (``docs_too``) the documents that commit them."""
+        queue, self._queue, self._queue_bytes = self._queue, {}, 0
+        if queue:
+            self._output.put(queue)
+        if docs_too and self._queue_docs:
+            queued, self._queue_docs = self._queue_docs, {}
+            self._output.put(queued)
 
     def _begin_change(self) -> None:
         """Before the first write after a commit: drop the consolidated metadata at
         the target (one rewrite of the group's zarr.json), so that a Reader of a
         container whose writer dies lists the members instead of trusting it."""
-        if self._consolidated:
-            self._write_group_attrs()
-            self._consolidated = False
+        if self._consolidated and self._output.in_place:
+            self._output.put({"zarr.json": docs.dumps(docs.group_doc(self._group_attrs()))})
+        self._consolidated = False
 
     def _check_metadata(self) -> None:
         bad = {
@@ -315,45 +289,36 @@ class Writer:
         if bad:
             raise TypeError(f"metadata keys and values must be strings, got {bad!r}")
 
-    def _write_group_attrs(self) -> None:
+    def _group_attrs(self) -> dict[str, Any]:
         self._check_metadata()
         attrs = {
             "format": layout.FORMAT,
             "version": layout.VERSION,
-            "tensors": [n for n in self._names if n not in self._pending_names()],
+            "tensors": list(self._names),
             "metadata": dict(self.metadata),
         }
         if self._records:
             attrs["records"] = layout.RECORDS
-        self._group.attrs[layout.ATTRS_KEY] = attrs
-
-    def _pending_names(self) -> set[str]:
-        return {name for name, _, _ in self._pending}
+        return {layout.ATTRS_KEY: attrs}
 
     def _check_open(self) -> None:
         if self._closed:
             raise ValueError("the writer is closed")
 
     def flush(self) -> None:
-        """Commit: write the pending tensors, the order and metadata, the consolidated
+        """Commit: write what is queued, the order and metadata, the consolidated
         metadata, and publish (a new container appears at its path; a zip is
-        rewritten and renamed over the target). Once it returns, every tensor
-        added so far survives a kill of this process."""
+        closed and a copy renamed over the target). Once it returns, every
+        tensor added so far survives a kill of this process."""
         self._check_open()
         self._check_metadata()
-        self._flush()
-        self._commit()
+        self._commit(final=False)
 
-    def _commit(self) -> None:
-        self._write_group_attrs()
-        with warnings.catch_warnings():
-            # zarr calls consolidated metadata for Zarr v3 "not yet part of the spec".
-            warnings.simplefilter("ignore")
-            zarr.consolidate_metadata(self._store)
+    def _commit(self, final: bool) -> None:
+        self._drain()
+        root = docs.group_doc(self._group_attrs(), self._docs)
+        self._output.commit(docs.dumps(root), final=final)
         self._consolidated = True
-        if self._output.commit():  # published: from now on the writes land in place
-            self._store = self._output.store
-            self._group = zarr.open_group(self._store, mode="a", use_consolidated=False)
 
     def close(self) -> None:
         """Commit everything (as :meth:`flush`), release the lock, remove the temporaries."""
@@ -361,8 +326,7 @@ class Writer:
             return
         self._check_metadata()  # (a bad argument: the writer stays open to fix it)
         try:
-            self._flush()
-            self._commit()
+            self._commit(final=True)
         except BaseException:
             self.abandon()
             raise
@@ -375,7 +339,7 @@ class Writer:
         if self._closed:
             return
         self._closed = True
-        self._pending, self._pending_bytes = [], 0
+        self._queue, self._queue_docs, self._queue_bytes = {}, {}, 0
         self._output.abandon()
 
     def __enter__(self) -> Self:

@@ -62,7 +62,7 @@ def _check_header(r: Any, rec: dict[str, Any], where: str) -> None:
         at = 0
         for t in rec["tensors"]:
             begin, end = header[t]["data_offsets"]
-            if begin != at or end - begin != r.info(t).nbytes:
+            if begin != at or end - begin != r[t].nbytes:
                 raise ValueError(f"tensor {t!r} at {begin}..{end}, expected at {at}")
             at = end
     except (KeyError, TypeError, ValueError) as exc:
