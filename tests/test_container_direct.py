@@ -1,0 +1,165 @@
+"""The container's own writes and reads, against Zarr's.
+
+The Writer makes each array's zarr.json from a template Zarr made and encodes
+chunks and shards itself; the Reader decodes weights chunks straight into the
+output. Whatever they write must be what Zarr itself would write (plain Zarr
+reads it back, metadata equal), and what they read what Zarr reads.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+import zarr
+from zarr.storage import MemoryStore, ZipStore
+
+import nncodecs
+from nncodecs.container import layout
+
+RNG = np.random.default_rng(7)
+
+
+def _weights(shape: tuple[int, ...], dtype: object) -> np.ndarray:
+    return (RNG.standard_normal(shape) * 0.05).astype(dtype)
+
+
+# (name, array, codec): every rank, a padded last chunk, shards with a partial last
+# one, empty arrays, each codec, and the narrow float types
+CASES = [
+    ("scalar", np.float32(1.5), "auto"),
+    ("vector", _weights((1000,), np.float32), "auto"),
+    ("padded", _weights((1001, 300), ml_dtypes.bfloat16), "auto"),
+    ("sharded", _weights((70_000, 20), np.float16), "auto"),
+    ("fp8", _weights((300, 40), ml_dtypes.float8_e4m3fn), "rans"),
+    ("huff", _weights((64, 64, 3), np.float32), "huffman"),
+    ("zstd", _weights((40_000, 30), np.float32), "zstd"),
+    ("zstd.small", np.arange(10, dtype=np.int64), "zstd"),
+    ("raw", _weights((50, 7), np.float32), "raw"),
+    ("empty", np.zeros((0, 5), np.float32), "auto"),
+    ("ints", np.arange(5000, dtype=np.int32).reshape(50, 100), "auto"),
+    ("big.endian", _weights((300,), ">f4"), "auto"),
+]
+
+
+def _write(target: Path, chunk_bytes: int = 64 << 10) -> None:
+    with nncodecs.Writer(target, chunk_bytes=chunk_bytes) as w:
+        for name, arr, codec in CASES:
+            w.add_tensor(name, arr, codec=codec)
+        w.add_sparse_coo("coo", np.array([[0, 3], [1, 2]]), np.array([1.0, 2.0]), (4, 4))
+
+
+def _group(target: Path, consolidated: bool = True) -> zarr.Group:
+    store = ZipStore(target, mode="r") if target.suffix == ".zip" else target
+    return zarr.open_group(store, mode="r", use_consolidated=consolidated)
+
+
+@pytest.mark.parametrize("suffix", [".zarr", ".zarr.zip"])
+def test_plain_zarr_reads_what_the_writer_wrote(tmp_path: Path, suffix: str) -> None:
+    target = tmp_path / f"m{suffix}"
+    _write(target)
+    group = _group(target)
+    for name, arr, _ in CASES:
+        z = group[nncodecs.container.names.escape(name)]
+        got = z[...]
+        assert got.shape == np.shape(arr)
+        assert (
+            got.tobytes()
+            == np.asarray(arr).astype(np.asarray(arr).dtype.newbyteorder("<")).tobytes()
+        )
+    assert zarr.open_array(group.store, path="sharded", mode="r").shards is not None
+
+
+@pytest.mark.parametrize("suffix", [".zarr", ".zarr.zip"])
+def test_the_reader_reads_what_was_written(tmp_path: Path, suffix: str) -> None:
+    target = tmp_path / f"m{suffix}"
+    _write(target)
+    with nncodecs.Reader(target) as r:
+        assert r.keys() == [n for n, _, _ in CASES] + ["coo"]
+        for name, arr, _ in CASES:
+            got = r.read_tensor(name)
+            assert (
+                got.shape == np.shape(arr)
+                and got.tobytes()
+                == np.asarray(arr).astype(np.asarray(arr).dtype.newbyteorder("<")).tobytes()
+            )
+            assert r[name][...].tobytes() == got.tobytes()
+        r.verify()
+
+
+def test_each_document_is_zarrs_own(tmp_path: Path) -> None:
+    """Every array's metadata equals that of the same array created through Zarr."""
+    target = tmp_path / "m.zarr"
+    _write(target)
+    group = _group(target, consolidated=False)
+    for name, arr, codec in CASES:
+        arr = np.asarray(arr)
+        arr = arr.astype(arr.dtype.newbyteorder("<"))
+        node = nncodecs.container.names.escape(name)
+        ours = group[node].metadata
+        theirs = zarr.create_array(
+            MemoryStore(),
+            shape=arr.shape,
+            dtype=arr.dtype,
+            dimension_names=[f"{node}.{i}" for i in range(arr.ndim)] if arr.ndim else None,
+            attributes=dict(ours.attributes),
+            config=layout.ARRAY_CONFIG,
+            **layout.chunking(arr.shape, arr.dtype.itemsize, 64 << 10, codec),
+            **layout.codec_settings(codec),
+        ).metadata
+        assert ours == theirs, name
+
+
+@pytest.mark.parametrize("suffix", [".zarr", ".zarr.zip"])
+def test_the_consolidated_metadata_is_what_the_nodes_say(tmp_path: Path, suffix: str) -> None:
+    target = tmp_path / f"m{suffix}"
+    _write(target)
+    fast, slow = _group(target), _group(target, consolidated=False)
+    assert fast.metadata.consolidated_metadata is not None
+    members = dict(slow.members(max_depth=None))
+    assert set(dict(fast.members(max_depth=None))) == set(members)
+    for path, node in fast.members(max_depth=None):
+        if isinstance(node, zarr.Array):
+            assert node.metadata == members[path].metadata, path
+        else:  # (Zarr nests the consolidated metadata of a sub-group's members in it)
+            assert node.attrs.asdict() == members[path].attrs.asdict(), path
+
+
+def test_a_zip_holds_compact_deflated_metadata_and_stored_chunks(tmp_path: Path) -> None:
+    target = tmp_path / "m.zarr.zip"
+    _write(target)
+    with zipfile.ZipFile(target) as zf:
+        names = [i.filename for i in zf.infolist()]
+        assert len(names) == len(set(names)) and "zarr.json" in names
+        for info in zf.infolist():
+            meta = info.filename.endswith("zarr.json")
+            want = zipfile.ZIP_DEFLATED if meta else zipfile.ZIP_STORED
+            assert info.compress_type == want, info.filename
+        root = zf.read("zarr.json")
+    assert b"\n" not in root and b": " not in root  # compact JSON
+    assert json.loads(root)["consolidated_metadata"]["kind"] == "inline"
+
+
+def test_a_zip_flushed_then_appended_to_keeps_every_commit(tmp_path: Path) -> None:
+    target = tmp_path / "m.zarr.zip"
+    a, b, c = (_weights((500, 10), np.float32) for _ in range(3))
+    with nncodecs.Writer(target) as w:
+        w.add_tensor("a", a)
+        w.flush()
+        with nncodecs.Reader(target) as r:
+            assert r.keys() == ["a"]
+        w.add_tensor("b", b)
+    with nncodecs.Writer(target, mode="a") as w:
+        w.add_tensor("c", c)
+    with nncodecs.Reader(target) as r:
+        assert r.keys() == ["a", "b", "c"]
+        for name, want in zip("abc", (a, b, c), strict=True):
+            assert np.array_equal(r.read_tensor(name), want)
+    with zipfile.ZipFile(target) as zf:
+        names = [i.filename for i in zf.infolist()]
+        assert len(names) == len(set(names))
+    assert set(dict(_group(target).members(max_depth=None))) == {"a", "b", "c"}
