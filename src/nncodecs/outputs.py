@@ -83,14 +83,11 @@ def _alive(pid: int) -> bool:
 
 
 def remove_stale(target: Path) -> list[Path]:
-    """Remove the temporaries of ``target`` left by writers that no longer run.
-
-    Only names of the documented pattern, for this very target, are touched.
-    A dead writer's ``.old`` (the previous output, renamed aside by
-    :func:`publish`) when nothing is at ``target`` is the previous output of
-    a replace killed between its two renames: it is renamed back to
-    ``target``, never deleted. Returns what was removed.
-    """
+    """Remove the temporaries of ``target`` left by writers that no longer run (only
+    names of the documented pattern, for this very target). A dead writer's ``.old``
+    when nothing is at ``target`` is the previous output of a replace killed between
+    its two renames (:func:`publish`): it is renamed back, never deleted. Returns
+    what was removed."""
     removed: list[Path] = []
     parent = target.parent
     if not parent.is_dir():
@@ -182,17 +179,13 @@ def _fsync(path: Path) -> None:
 
 
 def _syncfs(path: Path) -> bool:
-    """Flush the whole file system holding ``path`` in one call (Linux's syncfs):
-    a directory of thousands of files would pay a journal commit per fsync."""
-    try:
-        import ctypes
+    """Flush the file system holding ``path`` in one call (Linux's syncfs): a
+    directory of thousands of files would pay a journal commit per fsync."""
+    import ctypes
 
-        syncfs = ctypes.CDLL(None, use_errno=True).syncfs
-    except (OSError, AttributeError):
-        return False
     try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
+        syncfs, fd = ctypes.CDLL(None, use_errno=True).syncfs, os.open(path, os.O_RDONLY)
+    except (OSError, AttributeError):
         return False
     try:
         return syncfs(fd) == 0

@@ -11,9 +11,11 @@ so a writer killed mid-tensor never leaves a tensor that reads back wrong.
 
 from __future__ import annotations
 
+import functools
+import json
 import math
 import warnings
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -34,9 +36,11 @@ __all__ = [
     "Member",
     "check_codec",
     "check_container",
+    "check_container_attrs",
     "chunking",
     "codec_settings",
     "committed",
+    "committed_from_docs",
     "open_container",
     "shape_problem",
     "shape_records",
@@ -145,7 +149,12 @@ def chunking(
 
 def check_container(group: Any) -> dict[str, Any]:
     """The container attributes of a group, or NotAContainerError."""
-    attrs = group.attrs.get(ATTRS_KEY)
+    return check_container_attrs(group.attrs)
+
+
+def check_container_attrs(group_attrs: Any) -> dict[str, Any]:
+    """The container attributes in a group's attributes, or NotAContainerError."""
+    attrs = group_attrs.get(ATTRS_KEY)
     if not isinstance(attrs, dict) or attrs.get("format") != FORMAT:
         raise NotAContainerError(
             "this Zarr group is not an nncodecs container (no 'nncodecs' attributes)"
@@ -164,14 +173,36 @@ def tensor_name(node: str, attrs: Any) -> str:
     return unescape(node)
 
 
-@dataclass(frozen=True)
 class Member:
-    """A committed tensor of a container."""
+    """A committed tensor of a container: its Zarr node made on first use."""
 
-    layout: str  # dense, csr, csc, coo, mxfp4 or nvfp4
-    node: Any  # its Zarr array (dense) or sub-group
-    attrs: dict[str, Any]  # its attributes under ATTRS_KEY
-    arrays: list[tuple[Any, Any]]  # (array, its attributes under ATTRS_KEY) of each part
+    def __init__(self, layout: str, attrs: dict[str, Any], load: Callable[[], Any]) -> None:
+        self.layout = layout  # dense, csr, csc, coo, mxfp4 or nvfp4
+        self.attrs = attrs  # its attributes under ATTRS_KEY
+        self._load = load
+
+    @functools.cached_property
+    def node(self) -> Any:
+        """Its Zarr array (dense) or sub-group."""
+        return self._load()
+
+    @functools.cached_property
+    def arrays(self) -> list[tuple[Any, Any]]:
+        """(array, its attributes under ATTRS_KEY) of each part."""
+        if self.layout == "dense":
+            return [(self.node, self.attrs)]
+        return [(a, a.attrs.get(ATTRS_KEY)) for _, a in self.node.arrays()]
+
+
+def _claim(members: dict[str, Any], nodes: dict[str, str], node: str, attrs: Any) -> str:
+    """The tensor name a complete node claims (CorruptDataError for a name claimed twice,
+    or a node not named after its tensor)."""
+    name = tensor_name(node, attrs)
+    if name in nodes or escape(name) != node:
+        other = nodes.get(name, escape(name))
+        raise CorruptDataError(f"nodes {other!r} and {node!r} both claim the tensor name {name!r}")
+    nodes[name] = node
+    return name
 
 
 def committed(group: Any) -> dict[str, Member]:
@@ -187,17 +218,42 @@ def committed(group: Any) -> dict[str, Member]:
         kind = attrs.get("layout", "dense")
         if (kind == "dense") != isinstance(member, zarr.Array):
             continue
-        name = tensor_name(node, attrs)
-        if name in nodes or escape(name) != node:
-            other = nodes.get(name, escape(name))
-            raise CorruptDataError(
-                f"nodes {other!r} and {node!r} both claim the tensor name {name!r}"
-            )
-        nodes[name] = node
-        arrays = [(member, attrs)] if kind == "dense" else [
-            (a, a.attrs.get(ATTRS_KEY)) for _, a in member.arrays()]  # fmt: skip
-        members[name] = Member(kind, member, attrs, arrays)
+        name = _claim(members, nodes, node, attrs)
+        members[name] = Member(kind, attrs, lambda m=member: m)
     return members
+
+
+def committed_from_docs(store: Any, docs: dict[str, Any]) -> dict[str, Member]:
+    """:func:`committed` from a group's consolidated documents: no node is made
+    (nor any read) until it is used."""
+    members: dict[str, Member] = {}
+    nodes: dict[str, str] = {}
+    for node, doc in docs.items():
+        if "/" in node or not isinstance(doc, dict):
+            continue
+        attrs = (doc.get("attributes") or {}).get(ATTRS_KEY)
+        if not (isinstance(attrs, dict) and attrs.get("complete")):
+            continue
+        kind = attrs.get("layout", "dense")
+        if (kind == "dense") != (doc.get("node_type") == "array"):
+            continue
+        name = _claim(members, nodes, node, attrs)
+        if kind == "dense":
+            load = functools.partial(_array_from_doc, store, node, doc)
+        else:
+            load = functools.partial(zarr.open_group, store, path=node, mode="r")
+        members[name] = Member(kind, attrs, load)
+    return members
+
+
+def _array_from_doc(store: Any, path: str, doc: dict[str, Any]) -> Any:
+    from zarr.core.array import Array, AsyncArray
+    from zarr.storage import StorePath
+
+    try:
+        return Array(AsyncArray(metadata=doc, store_path=StorePath(store, path)))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CorruptDataError(f"tensor node {path!r}: unreadable metadata ({exc})") from None
 
 
 def tensor_order(attrs: dict[str, Any], members: dict[str, Member]) -> list[str]:
@@ -207,11 +263,36 @@ def tensor_order(attrs: dict[str, Any], members: dict[str, Member]) -> list[str]
     return order + sorted(set(members) - set(order))
 
 
+def _consolidated(store: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """(container attributes, documents by path) from the root zarr.json's inline
+    consolidated metadata, read and parsed here (Zarr would make every node of a
+    model's thousands at once); ``None`` where there is none (Zarr lists them)."""
+    from nncodecs.container.storage import read_many
+
+    (raw,) = read_many(store, ["zarr.json"])
+    if raw is None:
+        return None
+    doc = json.loads(raw.to_bytes())
+    if not isinstance(doc, dict) or doc.get("zarr_format") != 3:
+        return None
+    meta, attrs = doc.get("consolidated_metadata"), doc.get("attributes")
+    if doc.get("node_type") != "group" or not isinstance(meta, dict):
+        return None
+    if meta.get("kind") != "inline" or not isinstance(meta.get("metadata"), dict):
+        return None
+    attrs = check_container_attrs(attrs if isinstance(attrs, dict) else {})
+    return attrs, meta["metadata"]
+
+
 def open_container(store: Any, where: str) -> tuple[Any, dict[str, Any], dict[str, Member]]:
     """(group, container attributes, committed tensors) of the container in a
     store, read through its consolidated metadata where it has one. Errors are
     NotAContainerError or CorruptDataError, one line starting with ``where``."""
     try:
+        consolidated = _consolidated(store)
+        if consolidated is not None:
+            attrs, docs = consolidated
+            return None, attrs, committed_from_docs(store, docs)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # consolidated metadata for Zarr v3
             group = zarr.open_group(store, mode="r")

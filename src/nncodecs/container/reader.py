@@ -53,29 +53,31 @@ class Reader:
         self._where = describe_target(target)
         try:
             self._store = CheckedStore(self._base)
-            self._group, attrs, self._entries = layout.open_container(self._store, self._where)
+            _, attrs, self._entries = layout.open_container(self._store, self._where)
         except BaseException:
             self.close()
             raise
-        self._check_members()
         self.metadata: dict[str, str] = dict(attrs.get("metadata", {}))
         self._order = layout.tensor_order(attrs, self._entries)
-
-    def _check_members(self) -> None:
-        """The tensors whose Zarr metadata contradicts their records, and the
-        arrays whose every chunk is recorded (for the store's checks)."""
-        # name -> how its Zarr metadata contradicts its records (an error on every use)
+        # name -> how its Zarr metadata contradicts its records (an error on every use);
+        # each tensor is checked at its first use (a model of thousands opens at once)
         self._damaged: dict[str, str] = {}
-        for name, member in self._entries.items():
-            for z, zattrs in member.arrays:
-                problem = layout.shape_problem(z, zattrs)
-                if problem is not None and name not in self._damaged:
-                    part = "" if z is member.node else f" ({z.basename})"
-                    self._damaged[name] = f"tensor {name!r}{part}: {problem}"
-                if isinstance(zattrs, dict) and zattrs.get("chunks") == layout.CHUNKS_ALL:
-                    grid = storage.grid(z)
-                    if grid is not None:
-                        self._store.strict[z.path] = Strict(name, grid)
+        self._checked: set[str] = set()
+
+    def _check_member(self, name: str) -> None:
+        """Whether a tensor's Zarr metadata contradicts its records, and the arrays
+        whose every chunk is recorded (for the store's checks)."""
+        member = self._entries[name]
+        for z, zattrs in member.arrays:
+            problem = layout.shape_problem(z, zattrs)
+            if problem is not None and name not in self._damaged:
+                part = "" if z is member.node else f" ({z.basename})"
+                self._damaged[name] = f"tensor {name!r}{part}: {problem}"
+            if isinstance(zattrs, dict) and zattrs.get("chunks") == layout.CHUNKS_ALL:
+                grid = storage.grid(z)
+                if grid is not None:
+                    self._store.strict[z.path] = Strict(name, grid)
+        self._checked.add(name)
 
     def keys(self) -> list[str]:
         """Tensor names, in the order they were written."""
@@ -93,6 +95,11 @@ class Reader:
     def __getitem__(self, name: str) -> Any:
         if name not in self._entries:
             raise KeyError(f"no tensor {name!r} in the container ({len(self)} tensors)")
+        if name not in self._checked:
+            try:
+                self._check_member(name)
+            except CorruptDataError as exc:
+                raise self._error(name, exc) from None
         if name in self._damaged:
             raise CorruptDataError(f"{self._where}: {self._damaged[name]}")
         return self._entries[name].node

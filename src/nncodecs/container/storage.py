@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -72,23 +73,39 @@ def stored_nbytes(store: Any, path: str) -> int:
 
 
 def stored_sizes(store: Any) -> dict[str, int]:
-    """The bytes of every node in a store (its chunks and its ``zarr.json``, as
-    ``Array.nbytes_stored`` counts them), by path, from one listing.
+    """The bytes of every node in a store (its chunks and its ``zarr.json``; in a
+    zip, as stored: metadata deflated), by path, from one listing.
 
     Asking array by array lists the store once per array (a zip's whole directory
     each time): quadratic in the tensors of a model.
     """
 
-    async def sizes() -> dict[str, int]:
-        keys = [(key, _array_of(key)) async for key in store.list()]
-        keys = [(key, path) for key, path in keys if path is not None]
-        got = await asyncio.gather(*(store.getsize(key) for key, _ in keys))
-        out: dict[str, int] = {}
-        for (_, path), n in zip(keys, got, strict=True):
-            out[path] = out.get(path, 0) + int(n)
-        return out
+    async def sizes() -> list[tuple[str, int]]:
+        keys = [key async for key in store.list()]
+        got = await asyncio.gather(*(store.getsize(key) for key in keys))
+        return list(zip(keys, got, strict=True))
 
-    return sync(sizes())
+    from zarr.storage import LocalStore, ZipStore
+
+    if isinstance(store, ZipStore) and getattr(store, "_zf", None) is not None:
+        # (a zip's directory holds them all: its bytes as stored, metadata deflated)
+        found = [(i.filename, i.compress_size) for i in store._zf.infolist() if not i.is_dir()]
+    elif isinstance(store, LocalStore):
+        found = []
+        root = str(store.root)
+        for folder, _, files in os.walk(root):
+            rel = os.path.relpath(folder, root).replace(os.sep, "/")
+            for name in files:
+                key = name if rel == "." else f"{rel}/{name}"
+                found.append((key, os.lstat(os.path.join(folder, name)).st_size))
+    else:
+        found = sync(sizes())
+    out: dict[str, int] = {}
+    for key, n in found:
+        path = _array_of(key)
+        if path is not None:
+            out[path] = out.get(path, 0) + int(n)
+    return out
 
 
 def _array_of(key: str) -> str | None:
