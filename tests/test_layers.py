@@ -126,9 +126,10 @@ def test_lazy_names_stay_what_they_name_after_every_submodule_is_imported():
     import types
 
     import nncodecs
+    import nncodecs.codecs
     import nncodecs.formats
 
-    for package in (nncodecs, nncodecs.formats):
+    for package in (nncodecs, nncodecs.codecs, nncodecs.formats):
         for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
             if ".gpu.kernels" not in info.name and not info.name.endswith("__main__"):
                 importlib.import_module(info.name)
@@ -146,3 +147,31 @@ def test_the_command_line_starts_without_the_codecs():
     imported = {line.split("|")[-1].strip() for line in result.stderr.splitlines()}
     assert "nncodecs.cli.parser" in imported
     assert not imported & {"zarr", "ml_dtypes", "nncodecs._core", "nncodecs.container"}
+
+
+def _imported_by(code: str) -> tuple[set[str], str]:
+    """The modules a fresh interpreter imports to run ``code``, and its stdout."""
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", code],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return {line.split("|")[-1].strip() for line in result.stderr.splitlines()}, result.stdout
+
+
+def test_import_zarr_loads_only_the_data_types():
+    # zarr 3.1 runs nncodecs' start-up hook once imported (zarr >= 3.2 loads the
+    # data types on its first lookup instead): the data type classes, and the
+    # two package __init__s above them, are all it may cost. Not the codecs,
+    # the container, the C++ core or ml_dtypes (a second to import by itself).
+    imported, out = _imported_by(
+        "import zarr\n"
+        "from zarr.core.dtype import data_type_registry as r\n"
+        "print(zarr.__version__, 'bfloat16' in r.contents)"
+    )
+    ours = {m for m in imported if m.partition(".")[0] == "nncodecs"}
+    assert ours <= {"nncodecs", "nncodecs._lazy", "nncodecs.codecs", "nncodecs.codecs.zarr_dtypes"}
+    assert "ml_dtypes" not in imported
+    version, registered = out.split()
+    if tuple(int(p) for p in version.split(".")[:2]) < (3, 2):
+        assert registered == "True", "the zarr 3.1 start-up hook did not register the data types"

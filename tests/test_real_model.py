@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -72,13 +73,16 @@ def test_exponent_plane_carries_the_structure(real_weights: dict[str, Any]) -> N
     assert entropy_bits(raw[1]) > exponent + 0.04
 
 
-def test_demo_prints_its_table(tmp_path: Path) -> None:
+def test_demo_prints_its_table_and_leaves_nothing_behind(tmp_path: Path) -> None:
+    # As `make demo` runs it: no --out, so the stores go to a temporary
+    # directory (here under tmp_path, through TMPDIR) that is gone at the end.
     result = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "demo.py"), "--out", str(tmp_path), "--level", "1"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+        [sys.executable, str(ROOT / "scripts" / "demo.py"), "--level", "1"],
+        capture_output=True, text=True, check=True, cwd=tmp_path,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+    )  # fmt: skip
+    assert f"stores: {tmp_path}/nncodecs-demo-" in result.stdout
+    assert list(tmp_path.iterdir()) == []
     rows = [line for line in result.stdout.splitlines() if line.split()[:1] and
             line.split()[0] in DTYPES]  # fmt: skip
     assert [row.split()[0] for row in rows] == DTYPES

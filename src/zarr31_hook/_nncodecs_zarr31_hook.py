@@ -5,8 +5,9 @@ zarr 3.1 collects the ``zarr.data_type`` entry points but never loads them
 had been imported first. This module, run at start-up by
 ``nncodecs-zarr31.pth``, waits for ``import zarr`` to finish and then, on
 zarr < 3.2 only, imports ``nncodecs.codecs.zarr_dtypes``, which registers
-the types. It costs nothing until zarr is imported and does nothing on newer
-zarr.
+the types. It costs nothing until zarr is imported, then a few milliseconds
+(that module imports nothing else of nncodecs, nor ml_dtypes: see
+tests/test_layers.py), and does nothing on newer zarr.
 """
 
 import sys

@@ -9,6 +9,13 @@ none there and is named ``nncodecs.float8_e4m3fn``.
 Fill values are JSON numbers, ``"NaN"``, ``"Infinity"``, ``"-Infinity"`` or a
 hex string of the exact bits (``"0x7fc1"``), as for the core float types.
 
+This module is what zarr loads at start-up (zarr 3.1, through nncodecs'
+start-up hook) or on its first data type lookup (zarr >= 3.2), so it imports
+nothing of nncodecs and not ml_dtypes either (about a second to import):
+NumPy's dtype for each type is made on first use. A NumPy dtype of ml_dtypes
+can only exist once ml_dtypes is imported, so until then matching one imports
+nothing.
+
 Examples
 --------
 >>> import ml_dtypes, numpy as np, zarr
@@ -19,15 +26,15 @@ Examples
 
 from __future__ import annotations
 
+import functools
 import math
+import sys
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, Self
 
 import numpy as np
 from zarr.core.dtype.common import HasEndianness, HasItemSize
 from zarr.core.dtype.wrapper import ZDType
-
-from nncodecs.dtypes import ML_DTYPES
 
 try:
     from zarr.errors import DataTypeValidationError
@@ -43,16 +50,43 @@ __all__ = [
     "register_data_types",
 ]
 
+#: Bytes per value of each type (float4 is stored one value per byte), known
+#: without ml_dtypes.
+_ITEM_SIZES = {"bfloat16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1, "float4_e2m1fn": 1}
+
+
+@functools.cache
+def _native(name: str) -> np.dtype:
+    """NumPy's dtype of ml_dtypes' ``name`` (the same object as
+    ``nncodecs.dtypes.ML_DTYPES[name]``), importing ml_dtypes on first use."""
+    import ml_dtypes
+
+    return np.dtype(getattr(ml_dtypes, name))
+
+
+class _NativeClass:
+    """``dtype_cls`` of an ML float type, the class zarr matches NumPy dtypes
+    against: ml_dtypes' dtype class, resolved when first asked for."""
+
+    def __get__(self, obj: object, owner: type[_MLFloat]) -> type:
+        return type(_native(owner._name))
+
 
 @dataclass(frozen=True, kw_only=True)
 class _MLFloat(ZDType, HasItemSize):  # type: ignore[type-arg]
     """Shared behaviour of the ML float types: scalars, JSON, native dtype."""
 
-    _name: ClassVar[str]  # key in nncodecs.dtypes.ML_DTYPES
+    _name: ClassVar[str]  # ml_dtypes' name, a key of nncodecs.dtypes.ML_DTYPES
+    dtype_cls = _NativeClass()  # type: ignore[assignment]
 
     @property
     def item_size(self) -> int:
-        return ML_DTYPES[self._name].itemsize
+        return _ITEM_SIZES[self._name]
+
+    @classmethod
+    def _check_native_dtype(cls, dtype: Any) -> bool:
+        # No ml_dtypes imported, no dtype of its: say no without importing it.
+        return "ml_dtypes" in sys.modules and type(dtype) is cls.dtype_cls
 
     @classmethod
     def from_native_dtype(cls, dtype: Any) -> Self:
@@ -61,7 +95,7 @@ class _MLFloat(ZDType, HasItemSize):  # type: ignore[type-arg]
         raise DataTypeValidationError(f"Invalid data type: {dtype}. Expected {cls._name}.")
 
     def to_native_dtype(self) -> np.dtype:
-        return ML_DTYPES[self._name]
+        return _native(self._name)
 
     @classmethod
     def _from_json_v2(cls, data: Any) -> Self:
@@ -146,7 +180,6 @@ class BFloat16(_MLFloat, HasEndianness):
 
     _name = "bfloat16"
     _zarr_v3_name = "bfloat16"
-    dtype_cls = type(ML_DTYPES["bfloat16"])
     endianness: Literal["little", "big"] = "little"
 
     def to_native_dtype(self) -> np.dtype:
@@ -155,7 +188,7 @@ class BFloat16(_MLFloat, HasEndianness):
                 "bfloat16 in big-endian byte order has no NumPy type; store it with the "
                 "bytes codec's endian='little' or with nncodecs.Planes"
             )
-        return ML_DTYPES["bfloat16"]
+        return _native("bfloat16")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -164,7 +197,13 @@ class Float8E4M3FN(_MLFloat):
 
     _name = "float8_e4m3fn"
     _zarr_v3_name = "nncodecs.float8_e4m3fn"
-    dtype_cls = type(ML_DTYPES["float8_e4m3fn"])
+
+    @classmethod
+    def _from_json_v3(cls, data: Any) -> Self:
+        # ml_dtypes' name too: zarr reads ``dtype="float8_e4m3fn"`` as JSON
+        # before asking NumPy, which knows that name only once ml_dtypes is
+        # imported. Written back, the name is always ``nncodecs.float8_e4m3fn``.
+        return super()._from_json_v3(cls._zarr_v3_name if data == cls._name else data)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -173,7 +212,6 @@ class Float8E5M2(_MLFloat):
 
     _name = "float8_e5m2"
     _zarr_v3_name = "float8_e5m2"
-    dtype_cls = type(ML_DTYPES["float8_e5m2"])
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -182,7 +220,6 @@ class Float4E2M1FN(_MLFloat):
 
     _name = "float4_e2m1fn"
     _zarr_v3_name = "float4_e2m1fn"
-    dtype_cls = type(ML_DTYPES["float4_e2m1fn"])
 
 
 ML_ZARR_DTYPES = (BFloat16, Float8E4M3FN, Float8E5M2, Float4E2M1FN)
