@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Self
 
 import numpy as np
@@ -104,6 +106,8 @@ class Writer:
         self._queue: dict[str, bytes] = {}  # chunks not yet written
         self._queue_docs: dict[str, bytes] = {}  # their arrays' documents, written after
         self._queue_bytes = 0
+        self._thread: ThreadPoolExecutor | None = None  # writes the batches, in order
+        self._inflight: Future[None] | None = None
         self.metadata: dict[str, str] = {}
         # Whether this container records every chunk written and CRCs (all its tensors do).
         self._records = True
@@ -171,6 +175,8 @@ class Writer:
         self._known.add(name)
         if arr.nbytes >= _ALONE_BYTES:
             self._drain()
+            if self._output.in_place:  # (committed by its document: written before returning)
+                self._wait()
 
     def _check_new(self, name: Any) -> None:
         self._check_open()
@@ -267,16 +273,39 @@ class Writer:
         """Write the queued objects, then (``docs_too``) the documents that commit them."""
         queue, self._queue, self._queue_bytes = self._queue, {}, 0
         if queue:
-            self._output.put(queue)
+            self._put(queue)
         if docs_too and self._queue_docs:
             queued, self._queue_docs = self._queue_docs, {}
-            self._output.put(queued)
+            self._put(queued)
+
+    def _put(self, items: dict[str, bytes]) -> None:
+        """Hand a batch to the writing thread (one batch in flight at most, written in
+        order): the next tensors encode while it is written."""
+        self._wait()
+        if self._thread is None:
+            self._thread = ThreadPoolExecutor(1, thread_name_prefix="nncodecs-write")
+        self._inflight = self._thread.submit(self._output.put, items)
+
+    def _wait(self) -> None:
+        """Until the batch in flight is written (its error raised here)."""
+        if self._inflight is not None:
+            inflight, self._inflight = self._inflight, None
+            inflight.result()
+
+    def _stop_thread(self) -> None:
+        """The writing thread done (an abandoning writer ignores its error)."""
+        with contextlib.suppress(BaseException):
+            self._wait()
+        if self._thread is not None:
+            self._thread.shutdown()
+            self._thread = None
 
     def _begin_change(self) -> None:
         """Before the first write after a commit: drop the consolidated metadata at
         the target (one rewrite of the group's zarr.json), so that a Reader of a
         container whose writer dies lists the members instead of trusting it."""
         if self._consolidated and self._output.in_place:
+            self._wait()
             self._output.put({"zarr.json": docs.dumps(docs.group_doc(self._group_attrs()))})
         self._consolidated = False
 
@@ -316,6 +345,7 @@ class Writer:
 
     def _commit(self, final: bool) -> None:
         self._drain()
+        self._wait()
         root = docs.group_doc(self._group_attrs(), self._docs)
         self._output.commit(docs.dumps(root), final=final)
         self._consolidated = True
@@ -331,6 +361,7 @@ class Writer:
             self.abandon()
             raise
         self._closed = True
+        self._stop_thread()
         self._output.close()
 
     def abandon(self) -> None:
@@ -340,6 +371,7 @@ class Writer:
             return
         self._closed = True
         self._queue, self._queue_docs, self._queue_bytes = {}, {}, 0
+        self._stop_thread()
         self._output.abandon()
 
     def __enter__(self) -> Self:

@@ -9,7 +9,7 @@ from nncodecs.container import Writer
 from nncodecs.formats.detect import detect_format
 from nncodecs.formats.malloc import use_one_malloc_arena
 from nncodecs.formats.paths import check_container_name, local_output
-from nncodecs.formats.source import Progress
+from nncodecs.formats.source import Progress, hash_ahead
 from nncodecs.formats.sources import open_source
 from nncodecs.outputs import check_output, made_parents
 
@@ -46,17 +46,18 @@ def compress(
     kwargs: dict[str, Any] = {"codec": codec, "threads": threads}
     if chunk_bytes:
         kwargs["chunk_bytes"] = chunk_bytes
+    # The source's sha256 (part of its metadata) is computed while the tensors encode.
+    hash_ahead([source] if source.is_file() else sorted(source.glob("*.safetensors")))
     with open_source(source, fmt) as src:
-        meta = src.metadata()
         total, done = src.size, 0
         with made_parents(local), Writer(target, overwrite=force, **kwargs) as w:
-            w.metadata.update(meta)
             for name, arr in src.arrays():
                 w.add_tensor(name, arr)
                 done += int(arr.nbytes)
                 del arr  # before the next one is read: one tensor at a time
                 if progress:
                     progress(min(done, total), total)
+            w.metadata.update(src.metadata())
             if progress:
                 progress(1, 1)  # the bar ends at 100% (sizes on disk and in memory differ)
     return fmt

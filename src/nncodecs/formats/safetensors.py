@@ -23,6 +23,7 @@ import json
 import math
 import os
 import struct
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -172,8 +173,10 @@ def write_safetensors(
     tensors: Any,
     header_bytes: bytes | None = None,
     metadata: dict[str, str] | None = None,
+    digest: Any = None,
 ) -> None:
-    """Write ``(name, array)`` pairs as a safetensors file.
+    """Write ``(name, array)`` pairs as a safetensors file (every byte also fed to
+    ``digest``, a ``hashlib`` object, when given: no second read to check it).
 
     With ``header_bytes`` (a header read by :class:`SafetensorsFile`, or made
     by :func:`safetensors_header`) the tensors stream into the file one by
@@ -190,29 +193,71 @@ def write_safetensors(
         tensors = items
     header = json.loads(header_bytes)
     with path.open("wb") as f:
-        f.write(struct.pack("<Q", len(header_bytes)))
-        f.write(header_bytes)
-        start = f.tell()
-        for name, arr in tensors:
-            info = header.get(name)
-            if not isinstance(info, dict):
-                raise ValueError(f"{path}: tensor {name!r} is not in the header")
-            begin, end = info["data_offsets"]
-            data = raw_bytes(arr)
-            if data.nbytes != end - begin:
-                raise ValueError(
-                    f"{path}: tensor {name!r} has {data.nbytes} bytes, not {end - begin}"
-                )
-            if begin != f.tell() - start:  # written in order, no holes: no sparse giant file
-                raise ValueError(
-                    f"{path}: tensor {name!r} at offset {begin}, expected {f.tell() - start} "
-                    "(tensors are written back to back, in the header's order)"
-                )
-            f.write(data)
-            del data, arr  # the next tensor may be read before this loop's names rebind
+        out = _Behind(f, digest)
+        try:
+            out.write(struct.pack("<Q", len(header_bytes)) + header_bytes)
+            at = 0  # bytes of tensor data written
+            for name, arr in tensors:
+                info = header.get(name)
+                if not isinstance(info, dict):
+                    raise ValueError(f"{path}: tensor {name!r} is not in the header")
+                begin, end = info["data_offsets"]
+                data = raw_bytes(arr)
+                if data.nbytes != end - begin:
+                    raise ValueError(
+                        f"{path}: tensor {name!r} has {data.nbytes} bytes, not {end - begin}"
+                    )
+                if begin != at:  # written in order, no holes: no sparse giant file
+                    raise ValueError(
+                        f"{path}: tensor {name!r} at offset {begin}, expected {at} "
+                        "(tensors are written back to back, in the header's order)"
+                    )
+                out.write(data)
+                at += data.nbytes
+                del data, arr  # the next tensor may be read before this loop's names rebind
+        finally:
+            out.close()
         ends = [v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"]
-        if f.tell() - start != max(ends, default=0):
+        if at != max(ends, default=0):
             raise ValueError(f"{path}: the header names tensors that were not written")
+
+
+#: Pieces up to this size are written (and hashed) behind the caller, on a thread.
+_BEHIND_BYTES = 64 << 20
+
+
+class _Behind:
+    """Writes a file's pieces (and feeds them to a hash) on a thread of its own, one
+    piece behind the caller, so the next tensor decodes meanwhile; a piece over
+    _BEHIND_BYTES is written at once (never two large tensors in memory)."""
+
+    def __init__(self, f: Any, digest: Any) -> None:
+        self.f, self.digest = f, digest
+        self.pool = ThreadPoolExecutor(1, thread_name_prefix="nncodecs-write")
+        self.pending: Future[None] | None = None
+
+    def _write(self, data: Any) -> None:
+        self.f.write(data)
+        if self.digest is not None:
+            self.digest.update(data)
+
+    def write(self, data: Any) -> None:
+        self.wait()
+        if memoryview(data).nbytes <= _BEHIND_BYTES:
+            self.pending = self.pool.submit(self._write, data)
+        else:
+            self._write(data)
+
+    def wait(self) -> None:
+        if self.pending is not None:
+            pending, self.pending = self.pending, None
+            pending.result()
+
+    def close(self) -> None:
+        try:
+            self.wait()
+        finally:
+            self.pool.shutdown()
 
 
 def read_safetensors(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import struct
 from pathlib import Path
@@ -89,12 +90,17 @@ def restore_safetensors(
         header = rec["header"].encode("utf-8") if rec.get("exact") else None
         if "gaps" in rec:  # the file's own layout: gaps and shared offsets as they were
             _write_layout(r, path, rec, progress)
+            digest = None
         else:
+            digest = hashlib.sha256()  # (fed as the file is written: no second read)
             write_safetensors(
-                path, stream_tensors(r, rec["tensors"], progress), header_bytes=header
+                path,
+                stream_tensors(r, rec["tensors"], progress),
+                header_bytes=header,
+                digest=digest,
             )
         if header is not None:
-            check_sha256(path, rec.get("sha256"), rec["file"])
+            check_sha256(path, rec.get("sha256"), rec["file"], digest)
 
 
 def _write_layout(r: Any, path: Path, rec: dict[str, Any], progress: Progress | None) -> None:
