@@ -129,7 +129,8 @@ def codec_settings(codec: str, level: int = 3) -> dict[str, Any]:
 def chunking(
     shape: tuple[int, ...], itemsize: int, chunk_bytes: int = CHUNK_BYTES, codec: str = "auto"
 ) -> dict:
-    """``chunks`` (and ``shards`` when there are many) along the first axis.
+    """``chunks`` (and ``shards`` when there are many) along the first axis: at most
+    ``chunk_bytes`` each, as few as that allows, rows shared out evenly.
 
     A raw tensor is one chunk: its bytes then lie in one piece in the store,
     which a Reader maps into memory instead of reading.
@@ -139,7 +140,10 @@ def chunking(
     if codec == "raw" or math.prod(shape) == 0:  # (no elements: no chunks to iterate over)
         return {"chunks": tuple(max(1, d) for d in shape)}
     row = max(1, math.prod(shape[1:]) * itemsize)
-    rows = max(1, min(shape[0], chunk_bytes // row))
+    most = max(1, min(shape[0], chunk_bytes // row))
+    # As few chunks as that allows, of equal rows: the last one (padded to full
+    # size with zeros, as Zarr stores them) then wastes almost nothing.
+    rows = -(-shape[0] // -(-shape[0] // most))
     chunks = (rows, *[max(1, d) for d in shape[1:]])
     out: dict[str, Any] = {"chunks": chunks}
     if shape[0] > rows * CHUNKS_PER_SHARD:
