@@ -163,3 +163,64 @@ def test_a_zip_flushed_then_appended_to_keeps_every_commit(tmp_path: Path) -> No
         names = [i.filename for i in zf.infolist()]
         assert len(names) == len(set(names))
     assert set(dict(_group(target).members(max_depth=None))) == {"a", "b", "c"}
+
+
+def _tamper(target: Path, change: object) -> None:
+    """Edit the root zarr.json of a directory container."""
+    doc = json.loads((target / "zarr.json").read_bytes())
+    change(doc)  # type: ignore[operator]
+    (target / "zarr.json").write_text(json.dumps(doc))
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda d: d["consolidated_metadata"]["metadata"].update(w=None),
+        lambda d: d["consolidated_metadata"]["metadata"].update(w=[1]),
+        lambda d: d["consolidated_metadata"]["metadata"]["w"].update(node_type="group"),
+        lambda d: d["consolidated_metadata"]["metadata"].pop("w"),
+        lambda d: d["consolidated_metadata"]["metadata"]["w"].update(attributes=[1]),
+        lambda d: d["attributes"]["nncodecs"].update(tensors=5),
+        lambda d: d["attributes"]["nncodecs"].update(metadata="abc"),
+    ],
+)
+def test_a_damaged_root_document_is_an_error_not_a_lost_tensor(tmp_path: Path, change) -> None:
+    target = tmp_path / "m.zarr"
+    with nncodecs.Writer(target) as w:
+        w.add_tensor("w", np.ones((4, 4), np.float32))
+        w.add_tensor("b", np.ones(4, np.float32))
+    _tamper(target, change)
+    with pytest.raises(nncodecs.CorruptDataError), nncodecs.Reader(target) as r:
+        r.verify()
+
+
+def test_damaged_records_are_corrupt_data(tmp_path: Path) -> None:
+    target = tmp_path / "m.zarr"
+    with nncodecs.Writer(target) as w:
+        w.add_tensor("z", np.ones((4, 4), np.float32), codec="zstd")
+        w.add_tensor("s", np.ones((4, 4), np.float32))
+    meta = lambda d, n: d["consolidated_metadata"]["metadata"][n]["attributes"]["nncodecs"]  # noqa: E731
+    _tamper(target, lambda d: (meta(d, "z").update(crc32c="x"), meta(d, "s").update(shape=4)))
+    with nncodecs.Reader(target) as r:
+        for name in ("z", "s"):
+            with pytest.raises(nncodecs.CorruptDataError, match=name):
+                r.read_tensor(name)
+
+
+def test_a_forged_huge_grid_is_refused_before_listing_its_chunks(tmp_path: Path) -> None:
+    """A container without records, whose array declares 10**15 rows: an error at once
+    (not a list of every chunk key of the declared grid)."""
+    target = tmp_path / "m.zarr"
+    with nncodecs.Writer(target) as w:
+        w.add_tensor("w", np.ones((300, 257), np.float32))
+
+    def forge(d: dict) -> None:
+        node = d["consolidated_metadata"]["metadata"]["w"]
+        node["shape"] = [10**15, 257]
+        for key in ("shape", "dtype", "chunks"):
+            node["attributes"]["nncodecs"].pop(key)
+        d["attributes"]["nncodecs"].pop("records")
+
+    _tamper(target, forge)
+    with nncodecs.Reader(target) as r, pytest.raises(nncodecs.CorruptDataError, match="declares"):
+        r.read_tensor("w")

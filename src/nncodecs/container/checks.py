@@ -31,6 +31,8 @@ def check_crc(name: str, z: Any, value: Any, part: str | None = None) -> None:
     want = attrs.get("crc32c") if isinstance(attrs, dict) else None
     if want is None:
         return
+    if not isinstance(want, int):
+        raise CorruptDataError(f"tensor {name!r}: its crc32c record {want!r:.40} is damaged")
     got = _core.crc32c(np.ascontiguousarray(value).reshape(-1).view(np.uint8))
     if got != want:
         what = f"tensor {name!r}" + (f" ({part})" if part else "")
@@ -51,6 +53,9 @@ def check_size(z: Any, store: Any) -> None:
     stored = storage.stored_nbytes(store, z.path)
     if nbytes <= stored * _RATIO_CHECK:
         return
+    grid = storage.grid(z)
+    if grid is not None and grid.objects > max(stored, 1):  # (each stored object has a byte)
+        raise CorruptDataError(f"declares {grid.objects} chunks in {stored} stored bytes")
     names = [c["name"] for c in z.metadata.to_dict()["codecs"]]
     chunk_nbytes = math.prod(z.chunks) * z.dtype.itemsize
     frames = chunk_frames(z, fill=False)

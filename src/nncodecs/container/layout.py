@@ -96,6 +96,8 @@ def shape_problem(z: Any, attrs: Any) -> str | None:
     if not isinstance(attrs, dict):
         return None
     shape, dtype = attrs.get("shape"), attrs.get("dtype")
+    if shape is not None and not isinstance(shape, list):
+        return f"its shape record {shape!r} is damaged"
     if shape is not None and list(shape) != [int(d) for d in z.shape]:
         return f"its zarr.json says shape {list(z.shape)}, its records {list(shape)}"
     if dtype is not None:
@@ -167,6 +169,11 @@ def check_container_attrs(group_attrs: Any) -> dict[str, Any]:
         raise NotAContainerError(
             f"nncodecs container version {attrs.get('version')!r}, this build reads {VERSION}"
         )
+    tensors, meta = attrs.get("tensors", []), attrs.get("metadata", {})
+    if not (isinstance(tensors, list) and all(isinstance(t, str) for t in tensors)):
+        raise CorruptDataError("the container's tensor order is damaged (not a list of names)")
+    if not (isinstance(meta, dict) and all(isinstance(v, str) for v in meta.values())):
+        raise CorruptDataError("the container's metadata is damaged (not a dict of strings)")
     return attrs
 
 
@@ -233,9 +240,11 @@ def committed_from_docs(store: Any, docs: dict[str, Any]) -> dict[str, Member]:
     members: dict[str, Member] = {}
     nodes: dict[str, str] = {}
     for node, doc in docs.items():
-        if "/" in node or not isinstance(doc, dict):
+        if "/" in node:
             continue
-        attrs = (doc.get("attributes") or {}).get(ATTRS_KEY)
+        if not (isinstance(doc, dict) and isinstance(doc.get("attributes", {}), dict)):
+            raise CorruptDataError(f"the consolidated metadata of node {node!r} is damaged")
+        attrs = doc.get("attributes", {}).get(ATTRS_KEY)
         if not (isinstance(attrs, dict) and attrs.get("complete")):
             continue
         kind = attrs.get("layout", "dense")
@@ -296,7 +305,15 @@ def open_container(store: Any, where: str) -> tuple[Any, dict[str, Any], dict[st
         consolidated = _consolidated(store)
         if consolidated is not None:
             attrs, docs = consolidated
-            return None, attrs, committed_from_docs(store, docs)
+            members = committed_from_docs(store, docs)
+            # (the order lists the tensors committed with this very document)
+            lost = [n for n in attrs.get("tensors", []) if n not in members]
+            if lost:
+                raise CorruptDataError(
+                    f"tensor {lost[0]!r} is listed, but the consolidated metadata holds "
+                    "no complete node of it"
+                )
+            return None, attrs, members
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # consolidated metadata for Zarr v3
             group = zarr.open_group(store, mode="r")

@@ -170,7 +170,11 @@ class Writer:
         self._output.discard(node)  # (only ever a leftover of a writer that died)
         attrs = {"name": name, "layout": "dense", "complete": True}
         dims = [f"{node}.{i}" for i in range(arr.ndim)] if arr.ndim else None
-        self._write_array(node, arr, codec, attrs, dims, raw_one_chunk=True)
+        try:
+            self._write_array(node, arr, codec, attrs, dims, raw_one_chunk=True)
+        except BaseException:  # (none of its chunks still queued: a retry starts afresh)
+            self._queue = {k: v for k, v in self._queue.items() if not k.startswith(f"{node}/")}
+            raise
         self._names.append(name)
         self._known.add(name)
         if arr.nbytes >= _ALONE_BYTES:
