@@ -109,6 +109,10 @@ void def_output_cache(py::module_& m) {
       "Free the blocks the output cache holds (decoded arrays of 1 MiB or more go back to "
       "it when they are gone).");
   m.def(
+      "output_buffer", [](std::size_t bytes) { return new_output(bytes); }, py::arg("nbytes"),
+      "A new uint8 array of `nbytes` (from 1 MiB on, memory the output cache holds, already "
+      "mapped: no page faults while it is filled; it goes back to the cache when gone).");
+  m.def(
       "output_cache_stats", [] { return output_cache().stats(); },
       "(blocks, bytes) the output cache holds now.");
 }

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from nncodecs import _core
 from nncodecs.codecs.weights import Weights, decode_weights
 from nncodecs.container import storage
 from nncodecs.errors import CorruptDataError
@@ -35,7 +36,10 @@ def read_weights(z: Any, strict: bool) -> np.ndarray | None:
     if storage.grid(z) is None:
         return None
     shape = tuple(int(d) for d in z.shape)
-    out = np.empty(shape, z.dtype)
+    # (memory the decoder's output cache holds where it fits: no page faults while the
+    # frames decode into it, which on some machines cost more than the decoding)
+    nbytes = math.prod(shape) * z.dtype.itemsize
+    out = _core.output_buffer(nbytes).view(z.dtype).reshape(shape)
     if out.size == 0:
         return out
     if not shape:  # one chunk, one element
