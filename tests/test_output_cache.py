@@ -86,3 +86,17 @@ def test_the_cache_is_bounded() -> None:
     assert 1 <= blocks <= 4 and held <= 128 * MIB
     _core.output_cache_clear()
     assert _core.output_cache_stats() == (0, 0)
+
+
+def test_an_output_buffer_comes_from_the_cache_and_goes_back() -> None:
+    """What a Reader decodes whole tensors into: the cache's memory, reused once dropped."""
+    first = _core.output_buffer(3 * MIB)
+    assert first.dtype == np.uint8 and first.shape == (3 * MIB,) and first.flags.writeable
+    first[:] = 7
+    where = _pointer(first)
+    del first
+    assert _core.output_cache_stats()[0] == 1
+    again = _core.output_buffer(3 * MIB)
+    assert _pointer(again) == where and _core.output_cache_stats()[0] == 0
+    small = _core.output_buffer(100)  # (under 1 MiB: a plain array)
+    assert small.shape == (100,) and _core.output_cache_stats()[0] == 0
