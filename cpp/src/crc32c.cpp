@@ -1,9 +1,11 @@
 // CRC32C (Castagnoli, reflected polynomial 0x82F63B78): a slice-by-8 table
-// kernel, the SSE4.2 crc32 instruction where the CPU has it (chosen at run
-// time), and combination of two CRCs for chunks computed in parallel.
+// kernel (dispatch level scalar), the SSE4.2 crc32 instruction (avx2) and
+// VPCLMULQDQ folding (avx512, where the CPU has it), chosen at run time;
+// combination of two CRCs for chunks computed in parallel.
 #include <atomic>
 #include <cstring>
 
+#include "nncodecs/dispatch.h"
 #include "nncodecs/entropy.h"
 
 #if defined(__x86_64__) || defined(_M_X64)
@@ -168,9 +170,8 @@ NNC_VPCLMUL std::uint32_t crc_fold512(std::uint32_t crc, const std::uint8_t*& p,
 }
 
 bool vpclmul_available() {
-  static const bool yes = __builtin_cpu_supports("avx512f") &&
-                          __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("vpclmulqdq");
+  static const bool yes =
+      dispatch_allows(DispatchLevel::avx512) && cpu_has(CpuFeature::vpclmulqdq);
   return yes;
 }
 
@@ -201,7 +202,7 @@ std::uint32_t crc32c(std::uint32_t crc, const void* data, std::size_t len) {
   const auto* p = static_cast<const std::uint8_t*>(data);
   crc = ~crc;
 #ifdef NNC_HAVE_SSE42
-  static const bool hw = __builtin_cpu_supports("sse4.2");
+  static const bool hw = dispatch_allows(DispatchLevel::avx2);  // SSE4.2 comes with it
   crc = hw ? crc_sse42(crc, p, len) : crc_table(crc, p, len);
 #else
   crc = crc_table(crc, p, len);

@@ -86,7 +86,7 @@ NNC_AVX2 void store(RansLanes& b, const __m256i x[4]) {
 }  // namespace
 
 bool rans_avx2_available() {
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt");
+  return dispatch_allows(DispatchLevel::avx2);
 }
 
 NNC_AVX2 void rans_decode_steps_avx2(RansLanes* blocks, std::size_t count,

@@ -65,9 +65,7 @@ inline bool can_step(const RansLanes& b) { return b.t < b.steps && b.nwords - b.
 }  // namespace
 
 bool rans_avx512_available() {
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vbmi") &&
-         __builtin_cpu_supports("popcnt");
+  return dispatch_allows(DispatchLevel::avx512) && cpu_has(CpuFeature::avx512vbmi);
 }
 
 NNC_AVX512 void rans_decode_steps_avx512(RansLanes* blocks, std::size_t count,

@@ -4,6 +4,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "nncodecs/dispatch.h"
+
 namespace nnc {
 namespace detail {
 
