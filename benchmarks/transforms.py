@@ -105,7 +105,8 @@ def main() -> None:
     args = parser.parse_args()
     print(
         f"buffer: {args.mib} MiB; kernels: {_core.variants()} (auto = {_core.best_variant()}); "
-        f"hardware threads: {_core.hardware_threads()}\n"
+        f"dispatch level {_core.dispatch_level()} of this CPU's {_core.cpu_dispatch_level()} "
+        f"(NNCODECS_DISPATCH caps it); hardware threads: {_core.hardware_threads()}\n"
     )
     header = f"{'dtype':<14}{'operation':<30}{'threads':>8}{'GB/s':>9}{'x memcpy':>10}"
     print(header)

@@ -542,8 +542,8 @@ def test_rans_simd_variants_write_and_read_the_same_bytes() -> None:
             data = (rng.geometric(0.2 + 0.1 * (precision - 10), size) % 256).astype(np.uint8)
             cases.append((data, precision, 12 + size % 5))
     # Symbols within 32, 64 or 128 values (AVX-512 looks them up by
-    # permutations, also near the top of the byte range) and spread wide (it
-    # gathers them).
+    # permutations, also near the top of the byte range) and spread wide
+    # (it hands them to the AVX2 kernel, which loads a 64-bit word a lane).
     for width in (32, 64, 128):
         for low in (0, 100, 256 - width, 250):
             span = min(width, 256 - low)

@@ -7,6 +7,7 @@
 
 #include "args.h"
 #include "bindings.h"
+#include "nncodecs/dispatch.h"
 #include "nncodecs/entropy.h"
 #include "nncodecs/threadpool.h"
 #include "nncodecs/transform.h"
@@ -56,6 +57,9 @@ const char* variant_name(nnc::Variant v) {
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "nncodecs C++ kernels (private: use the codecs in nncodecs.codecs)";
+  // A cap that names no level stops the import here, before any kernel runs
+  // at a level the user did not ask for. pybind11 raises it as ImportError.
+  if (const char* error = nnc::dispatch_env_error()) throw py::value_error(error);
 
   m.def(
       "reorder_encode",
@@ -106,6 +110,13 @@ PYBIND11_MODULE(_core, m) {
       "best_variant", [] { return variant_name(nnc::best_variant()); },
       "The variant 'auto' resolves to on this CPU.");
   m.def("hardware_threads", &nnc::hardware_threads, "Hardware threads on this machine.");
+  m.attr("DISPATCH_LEVELS") = py::make_tuple("scalar", "avx2", "avx512");
+  m.def(
+      "dispatch_level", [] { return nnc::dispatch_level_name(nnc::dispatch_level()); },
+      "The SIMD level every kernel choice obeys: the CPU's, capped by NNCODECS_DISPATCH.");
+  m.def(
+      "cpu_dispatch_level", [] { return nnc::dispatch_level_name(nnc::cpu_dispatch_level()); },
+      "The SIMD level this CPU runs (scalar, avx2 or avx512), with no cap.");
   def_frame(m);
   def_gpu_host(m);
   def_output_cache(m);

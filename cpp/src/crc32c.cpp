@@ -1,9 +1,12 @@
 // CRC32C (Castagnoli, reflected polynomial 0x82F63B78): a slice-by-8 table
-// kernel, the SSE4.2 crc32 instruction where the CPU has it (chosen at run
-// time), and combination of two CRCs for chunks computed in parallel.
+// kernel (dispatch level scalar), the SSE4.2 crc32 instruction (avx2) and
+// VPCLMULQDQ folding (ymm at avx2, zmm at avx512, where the CPU has it),
+// chosen at run time; combination of two CRCs for chunks computed in
+// parallel.
 #include <atomic>
 #include <cstring>
 
+#include "nncodecs/dispatch.h"
 #include "nncodecs/entropy.h"
 
 #if defined(__x86_64__) || defined(_M_X64)
@@ -167,17 +170,58 @@ NNC_VPCLMUL std::uint32_t crc_fold512(std::uint32_t crc, const std::uint8_t*& p,
   return static_cast<std::uint32_t>(c);
 }
 
-bool vpclmul_available() {
-  static const bool yes = __builtin_cpu_supports("avx512f") &&
-                          __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("vpclmulqdq");
-  return yes;
+// The same folding with AVX2's eight ymm registers of two 128-bit lanes
+// each: the same 256-byte window, so the same constants. For CPUs with
+// VPCLMULQDQ but no AVX-512 (and the avx2 dispatch level).
+#define NNC_VPCLMUL256 __attribute__((target("avx2,vpclmulqdq,sse4.2")))
+NNC_VPCLMUL256 std::uint32_t crc_fold256(std::uint32_t crc, const std::uint8_t*& p,
+                                         std::size_t& len) {
+  constexpr std::size_t kWindow = 256;
+  if (len < 2 * kWindow) return crc;
+  const __m256i k = _mm256_set_epi64x(0xb9e02b86, 0xdcb17aa4, 0xb9e02b86, 0xdcb17aa4);
+  __m256i a[8];
+  for (int i = 0; i < 8; ++i)
+    a[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * i));
+  a[0] = _mm256_xor_si256(a[0], _mm256_zextsi128_si256(_mm_cvtsi32_si128(static_cast<int>(crc))));
+  p += kWindow;
+  len -= kWindow;
+  while (len >= kWindow) {
+    for (int i = 0; i < 8; ++i)
+      a[i] = _mm256_xor_si256(
+          _mm256_xor_si256(_mm256_clmulepi64_epi128(a[i], k, 0x00),
+                           _mm256_clmulepi64_epi128(a[i], k, 0x11)),
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * i)));
+    p += kWindow;
+    len -= kWindow;
+  }
+  alignas(32) std::uint8_t folded[kWindow];
+  for (int i = 0; i < 8; ++i)
+    _mm256_store_si256(reinterpret_cast<__m256i*>(folded + 32 * i), a[i]);
+  std::uint64_t c = 0;
+  for (std::size_t i = 0; i < kWindow; i += 8) {
+    std::uint64_t v;
+    std::memcpy(&v, folded + i, 8);
+    c = _mm_crc32_u64(c, v);
+  }
+  return static_cast<std::uint32_t>(c);
+}
+
+// 2: 512-bit folding (avx512 level), 1: 256-bit (avx2 level), 0: none.
+int vpclmul_width() {
+  static const int width = !cpu_has(CpuFeature::vpclmulqdq)          ? 0
+                           : dispatch_allows(DispatchLevel::avx512) ? 2
+                           : dispatch_allows(DispatchLevel::avx2)   ? 1
+                                                                    : 0;
+  return width;
 }
 
 __attribute__((target("sse4.2"))) std::uint32_t crc_sse42(std::uint32_t crc, const std::uint8_t* p,
                                                           std::size_t len) {
-  if (vpclmul_available() && !g_crc_narrow.load(std::memory_order_relaxed))
-    crc = crc_fold512(crc, p, len);
+  if (!g_crc_narrow.load(std::memory_order_relaxed)) {
+    const int width = vpclmul_width();
+    if (width == 2) crc = crc_fold512(crc, p, len);
+    if (width == 1) crc = crc_fold256(crc, p, len);
+  }
   crc = crc_sse42_3way(crc, p, len);
   std::uint64_t c = crc;
   while (len >= 8) {
@@ -201,7 +245,7 @@ std::uint32_t crc32c(std::uint32_t crc, const void* data, std::size_t len) {
   const auto* p = static_cast<const std::uint8_t*>(data);
   crc = ~crc;
 #ifdef NNC_HAVE_SSE42
-  static const bool hw = __builtin_cpu_supports("sse4.2");
+  static const bool hw = dispatch_allows(DispatchLevel::avx2);  // SSE4.2 comes with it
   crc = hw ? crc_sse42(crc, p, len) : crc_table(crc, p, len);
 #else
   crc = crc_table(crc, p, len);

@@ -403,10 +403,12 @@ bool set_rans_variant(int variant) {
 }
 
 RansEncodeKernel rans_encode_kernel() {
-  static const RansEncodeKernel widest = rans_avx512_available() ? rans_encode_steps_avx512 : nullptr;
+  static const RansEncodeKernel widest = rans_avx512_available() ? rans_encode_steps_avx512
+                                         : rans_avx2_available()   ? rans_encode_steps_avx2
+                                                                   : nullptr;
   switch (g_rans_variant.load(std::memory_order_relaxed)) {
-    case 1:
-    case 2: return nullptr;  // scalar: no AVX2 encoder (AVX2 has no compress to pack words)
+    case 1: return nullptr;  // scalar
+    case 2: return rans_encode_steps_avx2;
     case 3: return rans_encode_steps_avx512;
     default: return widest;
   }

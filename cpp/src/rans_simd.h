@@ -4,6 +4,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "nncodecs/dispatch.h"
+
 namespace nnc {
 namespace detail {
 
@@ -50,6 +52,9 @@ struct RansEncTables {
 using RansEncodeKernel = void (*)(const std::uint8_t* sym, std::size_t steps,
                                   std::uint32_t* state, std::uint8_t** wp,
                                   const RansEncTables& tab, unsigned precision);
+// AVX2 (rans_avx2_encode.cpp); AVX-512 F, BW, VL, VBMI (rans_avx512.cpp).
+void rans_encode_steps_avx2(const std::uint8_t* sym, std::size_t steps, std::uint32_t* state,
+                            std::uint8_t** wp, const RansEncTables& tab, unsigned precision);
 void rans_encode_steps_avx512(const std::uint8_t* sym, std::size_t steps, std::uint32_t* state,
                               std::uint8_t** wp, const RansEncTables& tab, unsigned precision);
 

@@ -5,20 +5,21 @@
 #include <cstring>
 
 #include "frame_internal.h"
+#include "nncodecs/dispatch.h"
 #include "nncodecs/threadpool.h"
 
 namespace nnc {
 namespace detail {
 
+namespace {
+
 // Apply (undo = false: subtract) or undo (add) the row offsets on the
-// symbols [first, first + m) of the last plane, held at p. Cloned for AVX2
-// (chosen at load time); decoders run it on L1-resident blocks. Not under
-// ThreadSanitizer: the clone resolver runs before it starts, and crashes.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
-__attribute__((target_clones("avx2", "default")))
-#endif
-void shift_rows(std::uint8_t* p, std::size_t m, std::uint64_t first, const RowShift& rs,
-                bool undo) {
+// symbols [first, first + m) of the last plane, held at p. Decoders run it
+// on L1-resident blocks. Inlined into a portable and an AVX2 copy (the
+// compiler vectorises the byte loop for each), chosen by the dispatch level.
+__attribute__((always_inline)) inline void shift_rows_body(std::uint8_t* p, std::size_t m,
+                                                           std::uint64_t first,
+                                                           const RowShift& rs, bool undo) {
   std::size_t i = 0;
   while (i < m) {
     const std::uint64_t row = (first + i) / rs.length;
@@ -28,6 +29,25 @@ void shift_rows(std::uint8_t* p, std::size_t m, std::uint64_t first, const RowSh
         undo ? rs.offsets[row] : static_cast<std::uint8_t>(0u - rs.offsets[row]);
     for (; i < end; ++i) p[i] = static_cast<std::uint8_t>(p[i] + o);
   }
+}
+
+#if defined(__x86_64__) || defined(_M_X64)
+__attribute__((target("avx2"))) void shift_rows_avx2(std::uint8_t* p, std::size_t m,
+                                                     std::uint64_t first, const RowShift& rs,
+                                                     bool undo) {
+  shift_rows_body(p, m, first, rs, undo);
+}
+#endif
+
+}  // namespace
+
+void shift_rows(std::uint8_t* p, std::size_t m, std::uint64_t first, const RowShift& rs,
+                bool undo) {
+#if defined(__x86_64__) || defined(_M_X64)
+  static const bool avx2 = dispatch_allows(DispatchLevel::avx2);
+  if (avx2) return shift_rows_avx2(p, m, first, rs, undo);
+#endif
+  shift_rows_body(p, m, first, rs, undo);
 }
 
 namespace {

@@ -172,7 +172,7 @@ bool variant_available(Variant variant) {
     case Variant::scalar: return true;
     case Variant::avx2:
 #ifdef NNC_HAVE_AVX2_KERNELS
-      return __builtin_cpu_supports("avx2");
+      return dispatch_allows(DispatchLevel::avx2);
 #else
       return false;
 #endif

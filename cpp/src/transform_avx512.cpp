@@ -108,7 +108,7 @@ NNC_AVX512BW inline void merge4(std::uint8_t* d, const std::uint8_t* s0, const s
 }  // namespace
 
 bool transform_avx512_available() {
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+  return dispatch_allows(DispatchLevel::avx512);
 }
 
 NNC_AVX512BW void merge_ptrs_avx512(std::uint8_t* dst, const std::uint8_t* const* planes,

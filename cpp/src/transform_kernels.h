@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "nncodecs/dispatch.h"
 #include "nncodecs/transform.h"
 
 namespace nnc {

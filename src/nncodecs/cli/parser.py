@@ -46,6 +46,35 @@ def _version() -> str:
         return "unknown"
 
 
+class _Version(argparse.Action):
+    """``--version``: the package's version and the SIMD level its kernels run at (the
+    only option that loads the kernels, and only when given)."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kw: Any):
+        kw.setdefault("help", "print the version and the kernels' SIMD level, and exit")
+        super().__init__(option_strings, dest=dest, default=argparse.SUPPRESS, nargs=0, **kw)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
+        print(f"nncodecs {_version()}\n{kernels_line()}")  # on stdout, as argparse's own
+        parser.exit()
+
+
+def kernels_line() -> str:
+    """Which SIMD kernels run here: the level (scalar, avx2, avx512), the CPU's own,
+    and the NNCODECS_DISPATCH cap; or why the kernels do not load."""
+    import os
+
+    cap = os.environ.get("NNCODECS_DISPATCH") or "unset"
+    try:
+        from nncodecs import _core
+    except ImportError as exc:
+        return f"kernels: not loaded ({exc})"
+    return (
+        f"kernels: {_core.dispatch_level()} (this CPU: {_core.cpu_dispatch_level()}; "
+        f"NNCODECS_DISPATCH={cap})"
+    )
+
+
 CODECS = ["auto", "rans", "huffman", "zstd", "raw"]
 CODEC_HELP = "codec of every tensor: auto (the fused weights codec, default), rans, huffman, " \
     "zstd or raw"  # fmt: skip
@@ -64,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="examples:\n" + "\n".join(f"  {e}" for e in EXAMPLES.values()),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"nncodecs {_version()}")
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", required=True)
 
     def command(name: str, help_: str, fn: Callable[[argparse.Namespace], int]) -> Any:
