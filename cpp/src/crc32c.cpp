@@ -124,6 +124,18 @@ __attribute__((target("sse4.2"))) std::uint32_t crc_sse42_3way(std::uint32_t crc
   return crc;
 }
 
+// The CRC32C of a 256-byte folded window (zero initial value): what both
+// folding widths end with.
+__attribute__((target("sse4.2"))) std::uint32_t crc_window(const std::uint8_t* folded) {
+  std::uint64_t c = 0;
+  for (std::size_t i = 0; i < 256; i += 8) {
+    std::uint64_t v;
+    std::memcpy(&v, folded + i, 8);
+    c = _mm_crc32_u64(c, v);
+  }
+  return static_cast<std::uint32_t>(c);
+}
+
 // Long inputs: carry-less multiplication folds 256 bytes at a time (four
 // zmm registers of four 128-bit lanes each) forward by 256 bytes, which keeps
 // the CRC modulo the polynomial; the 256 folded bytes then go through the
@@ -161,13 +173,7 @@ NNC_VPCLMUL std::uint32_t crc_fold512(std::uint32_t crc, const std::uint8_t*& p,
   _mm512_store_si512(folded + 64, a1);
   _mm512_store_si512(folded + 128, a2);
   _mm512_store_si512(folded + 192, a3);
-  std::uint64_t c = 0;
-  for (std::size_t i = 0; i < kWindow; i += 8) {
-    std::uint64_t v;
-    std::memcpy(&v, folded + i, 8);
-    c = _mm_crc32_u64(c, v);
-  }
-  return static_cast<std::uint32_t>(c);
+  return crc_window(folded);
 }
 
 // The same folding with AVX2's eight ymm registers of two 128-bit lanes
@@ -197,13 +203,7 @@ NNC_VPCLMUL256 std::uint32_t crc_fold256(std::uint32_t crc, const std::uint8_t*&
   alignas(32) std::uint8_t folded[kWindow];
   for (int i = 0; i < 8; ++i)
     _mm256_store_si256(reinterpret_cast<__m256i*>(folded + 32 * i), a[i]);
-  std::uint64_t c = 0;
-  for (std::size_t i = 0; i < kWindow; i += 8) {
-    std::uint64_t v;
-    std::memcpy(&v, folded + i, 8);
-    c = _mm_crc32_u64(c, v);
-  }
-  return static_cast<std::uint32_t>(c);
+  return crc_window(folded);
 }
 
 // 2: 512-bit folding (avx512 level), 1: 256-bit (avx2 level), 0: none.
