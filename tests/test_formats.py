@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from harness import same_bits
 
-from nncodecs import CorruptDataError, Reader, as_numpy
+from nncodecs import CorruptDataError, Reader, _core, as_numpy
 from nncodecs.datasets import minilm_path
 from nncodecs.formats import (
     SafetensorsFile,
@@ -166,6 +166,18 @@ def test_gguf_round_trips_byte_identically(real_weights: dict, tmp_path: Path) -
         assert set(types.values()) == {"F32", "F16", "Q8_0"}
         quantized = next(n for n, k in types.items() if k == "Q8_0")
         assert r.read_tensor(quantized).dtype == np.uint8  # its blocks, bit-exact
+        assert r.metadata["source.sha256"] == sha256(path)
+        assert r.metadata["source.crc32c"] == f"{_core.crc32c(path.read_bytes()):08x}"
+    # a restore that is not the source is refused (a forged record stands in for a bug)
+    compress(path, tmp_path / "g.zarr")
+    meta_path = tmp_path / "g.zarr" / "zarr.json"
+    doc = json.loads(meta_path.read_text())
+    doc["attributes"]["nncodecs"]["metadata"]["source.crc32c"] = "00000000"
+    meta_path.chmod(0o644)
+    meta_path.write_text(json.dumps(doc))
+    with pytest.raises(CorruptDataError, match="crc32c differs"):
+        decompress(tmp_path / "g.zarr", tmp_path / "forged.gguf")
+    assert not (tmp_path / "forged.gguf").exists()
     (tmp_path / "bad.gguf").write_bytes(path.read_bytes()[:2000])
     with pytest.raises((CorruptDataError, ValueError)):
         compress(tmp_path / "bad.gguf", tmp_path / "bad.zarr")

@@ -125,12 +125,16 @@ PYBIND11_MODULE(_core, m) {
 
   m.def(
       "crc32c",
-      [](py::handle data, std::uint32_t crc) {
+      [](py::handle data, std::uint32_t crc, bool release_gil) {
         Buffer b(data, false, "crc32c", "data");
+        if (!release_gil) return nnc::crc32c(crc, b.data(), b.size());
         py::gil_scoped_release release;
         return nnc::crc32c(crc, b.data(), b.size());
       },
-      py::arg("data"), py::arg("crc") = 0, "CRC32C (Castagnoli) of data, continuing crc.");
+      py::arg("data"), py::arg("crc") = 0, py::arg("release_gil") = true,
+      "CRC32C (Castagnoli) of data, continuing crc. A daemon thread passes "
+      "release_gil=False: one that takes the GIL back in here while Python shuts down is "
+      "ended by an unwind that C++ turns into an abort.");
   m.def("crc32c_combine", &nnc::crc32c_combine, py::arg("crc_a"), py::arg("crc_b"),
         py::arg("len_b"), "CRC32C of A||B from the CRCs of A and B.");
 }

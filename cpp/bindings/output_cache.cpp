@@ -1,5 +1,10 @@
-// The output cache (output_cache.h).
+// The output cache (output_cache.h), and start_writeback for the files outputs are
+// written to.
 #include "output_cache.h"
+
+#if defined(__linux__)
+#include <fcntl.h>
+#endif
 
 #include <cstdlib>
 #include <mutex>
@@ -112,6 +117,21 @@ void def_output_cache(py::module_& m) {
       "output_buffer", [](std::size_t bytes) { return new_output(bytes); }, py::arg("nbytes"),
       "A new uint8 array of `nbytes` (from 1 MiB on, memory the output cache holds, already "
       "mapped: no page faults while it is filled; it goes back to the cache when gone).");
+  m.def(
+      "start_writeback",
+      [](int fd, std::int64_t offset, std::int64_t nbytes) {
+#if defined(__linux__)
+        py::gil_scoped_release release;
+        return sync_file_range(fd, offset, nbytes, SYNC_FILE_RANGE_WRITE) == 0;
+#else
+        (void)fd, (void)offset, (void)nbytes;
+        return false;
+#endif
+      },
+      py::arg("fd"), py::arg("offset"), py::arg("nbytes"),
+      "Start writing a file's range to disk, without waiting (Linux sync_file_range): the "
+      "fsync that makes the file durable then waits for the tail only. False where the "
+      "system has no such call (or refused it): nothing was started.");
   m.def(
       "output_cache_stats", [] { return output_cache().stats(); },
       "(blocks, bytes) the output cache holds now.");

@@ -15,9 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from zarr.abc.store import Store
 from zarr.storage import LocalStore, WrapperStore, ZipStore
 
+from nncodecs import _core
 from nncodecs.container import storage
 from nncodecs.errors import CorruptDataError, NotAContainerError
 from nncodecs.outputs import is_url
@@ -127,6 +129,14 @@ class ZipEntries:
         offsets = sorted({info.header_offset for info in zf.infolist()})
         self._next = dict(zip(offsets, [*offsets[1:], zf.start_dir], strict=True))
         self._spans: dict[str, tuple[int, int]] = {}
+        # The zip's own open file, read with pread (its offset untouched, so zipfile's
+        # reads are not disturbed): no open per entry, which cost more than a read.
+        self.fd = zf.fp.fileno()
+        self.size = os.fstat(self.fd).st_size
+
+    def read(self, offset: int, length: int) -> bytes:
+        """``length`` bytes at ``offset`` of the zip file (fewer where it ends first)."""
+        return os.pread(self.fd, length, offset)
 
     def span(self, key: str) -> tuple[int, int] | None:
         """(offset, length) of an entry's stored bytes in the file; ``None`` if absent."""
@@ -136,15 +146,15 @@ class ZipEntries:
             info = self.zf.getinfo(key)
         except KeyError:
             return None
-        with open(self.path, "rb") as f:
-            f.seek(info.header_offset)
-            header = f.read(30)
-            if len(header) < 30 or header[:4] != b"PK\x03\x04":
-                raise CorruptDataError(f"{key}: its local zip header is damaged")
-            flags, method = struct.unpack("<HH", header[6:10])
-            name_len, extra_len = struct.unpack("<HH", header[26:30])
-            if f.read(name_len) != info.orig_filename.encode("utf-8" if flags & 0x800 else "cp437"):
-                raise CorruptDataError(f"{key}: its local zip header names another entry")
+        # (the header and, right after it, the name the directory gives: one read)
+        header = self.read(info.header_offset, 30 + len(info.orig_filename.encode()) + 8)
+        if len(header) < 30 or header[:4] != b"PK\x03\x04":
+            raise CorruptDataError(f"{key}: its local zip header is damaged")
+        flags, method = struct.unpack("<HH", header[6:10])
+        name_len, extra_len = struct.unpack("<HH", header[26:30])
+        name = info.orig_filename.encode("utf-8" if flags & 0x800 else "cp437")
+        if name_len != len(name) or header[30 : 30 + name_len] != name:
+            raise CorruptDataError(f"{key}: its local zip header names another entry")
         if method != info.compress_type or (flags & 0x08) != (info.flag_bits & 0x08):
             raise CorruptDataError(f"{key}: its local zip header disagrees with the directory")
         start = info.header_offset + 30 + name_len + extra_len
@@ -248,29 +258,43 @@ class CheckedStore(WrapperStore):
             index_len = storage.index_nbytes(per)
             suffix = isinstance(byte_range, SuffixByteRequest) and byte_range.suffix == index_len
             if byte_range is None or suffix:
-                raw = buf if isinstance(buf, bytes) else buf.to_bytes()
-                self._check_index(node, key, coords, raw[-index_len:])
+                if isinstance(buf, bytes | np.ndarray):
+                    tail = bytes(buf[-index_len:])
+                else:
+                    tail = buf.to_bytes()[-index_len:]
+                self._check_index(node, key, coords, tail)
 
-    def read_now(self, keys: list[str]) -> list[bytes | None] | None:
+    def read_now(self, keys: list[str]) -> list[np.ndarray | None] | None:
         """Whole values of ``keys``, read from local files here and now (no trip through
         Zarr's event loop), with :meth:`get`'s checks; ``None`` where the store is not
         a local directory or zip. (A zip entry's CRC-32 is not checked: chunks carry
-        their own CRC32C, or are checked whole against the one recorded.)"""
+        their own CRC32C, or are checked whole against the one recorded.)
+
+        The values are uint8 views of one buffer from the decoder's output cache:
+        memory already mapped, so reading into it costs no page faults."""
         if not isinstance(self._store, LocalStore | ZipStore):
             return None
-        out: list[bytes | None] = []
+        spans = []
         for key in keys:
             self.check_key(key)
-            located = self.locate(key)
+            spans.append(self.locate(key))
+        buf = _core.output_buffer(sum(s[2] for s in spans if s is not None))
+        out: list[np.ndarray | None] = []
+        at = 0
+        for key, located in zip(keys, spans, strict=True):
             data = None
             if located is not None:
                 path, offset, length = located
-                fd = os.open(path, os.O_RDONLY)
-                try:
-                    data = os.pread(fd, length, offset)
-                finally:
-                    os.close(fd)
-                if len(data) != length:
+                data, at = buf[at : at + length], at + length
+                if self.zip is not None:
+                    got = os.preadv(self.zip.fd, [data], offset)
+                else:
+                    fd = os.open(path, os.O_RDONLY)
+                    try:
+                        got = os.preadv(fd, [data], offset)
+                    finally:
+                        os.close(fd)
+                if got != length:
                     raise self.describe_error(key, "cut short")
             self._check_value(key, data)
             out.append(data)
@@ -278,8 +302,6 @@ class CheckedStore(WrapperStore):
 
     @staticmethod
     def _check_index(node: Strict, key: str, coords: tuple[int, ...], tail: bytes) -> None:
-        import numpy as np
-
         index = storage.shard_index(np.frombuffer(tail, np.uint8), node.grid.per)
         if index is None:
             raise CorruptDataError(f"tensor {node.name!r}: shard {key} is cut short")
@@ -307,7 +329,7 @@ class CheckedStore(WrapperStore):
                     key, "a compressed chunk entry (chunk entries are stored)"
                 )
             start, length = span
-            if start + length > os.path.getsize(store.path):
+            if start + length > self.zip.size:
                 raise self.describe_error(key, "its bytes pass the end of the zip")
             return str(store.path), start, length
         return None

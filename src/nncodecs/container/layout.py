@@ -264,9 +264,52 @@ def _array_from_doc(store: Any, path: str, doc: dict[str, Any]) -> Any:
     from zarr.storage import StorePath
 
     try:
-        return Array(AsyncArray(metadata=doc, store_path=StorePath(store, path)))
+        return Array(AsyncArray(metadata=_metadata(doc), store_path=StorePath(store, path)))
     except (KeyError, TypeError, ValueError) as exc:
         raise CorruptDataError(f"tensor node {path!r}: unreadable metadata ({exc})") from None
+
+
+#: The keys of an array's zarr.json that :func:`_metadata` takes; a document with any
+#: other goes through Zarr's own parser (which refuses what it does not know).
+_DOC_KEYS = frozenset(
+    ("zarr_format", "node_type", "shape", "data_type", "chunk_grid", "chunk_key_encoding",
+     "fill_value", "codecs", "attributes", "dimension_names", "storage_transformers")
+)  # fmt: skip
+
+
+def _metadata(doc: dict[str, Any]) -> Any:
+    """Zarr's metadata of an array document, its data type and codecs parsed once per
+    distinct JSON (a model's thousands of tensors share a few): Zarr's parser finds a
+    data type by trying every registered one, which cost more than the rest."""
+    from zarr.core.metadata.v3 import ArrayV3Metadata
+
+    if doc.keys() - _DOC_KEYS or doc.get("zarr_format") != 3 or doc.get("node_type") != "array":
+        return ArrayV3Metadata.from_dict(dict(doc))
+    return ArrayV3Metadata(
+        shape=doc["shape"],
+        data_type=_data_type(json.dumps(doc["data_type"], sort_keys=True)),
+        chunk_grid=doc["chunk_grid"],
+        chunk_key_encoding=doc["chunk_key_encoding"],
+        fill_value=doc["fill_value"],
+        codecs=_codecs(json.dumps(doc["codecs"], sort_keys=True)),
+        attributes=doc.get("attributes", {}),
+        dimension_names=doc.get("dimension_names"),
+        storage_transformers=doc.get("storage_transformers"),
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def _data_type(text: str) -> Any:
+    from zarr.core.dtype import get_data_type_from_json
+
+    return get_data_type_from_json(json.loads(text), zarr_format=3)
+
+
+@functools.lru_cache(maxsize=256)
+def _codecs(text: str) -> Any:
+    from zarr.core.metadata.v3 import parse_codecs
+
+    return parse_codecs(json.loads(text))
 
 
 def tensor_order(attrs: dict[str, Any], members: dict[str, Member]) -> list[str]:

@@ -269,11 +269,9 @@ def chunk_windows(z: Any, max_bytes: int) -> Iterator[list[np.ndarray | None]]:
         objects = range(first, min(g.objects, first + step))
         keys = [_chunk_key(z, (i, *[0] * (ndim - 1)) if ndim else ()) for i in objects]
         now = getattr(store, "read_now", None)
-        found = now(keys) if now is not None else None
-        if found is None:
+        got = now(keys) if now is not None else None  # (uint8 arrays, read here and now)
+        if got is None:
             got = [_bytes_of(b) for b in read_many(store, keys)]
-        else:
-            got = [None if b is None else np.frombuffer(b, np.uint8) for b in found]
         if not g.per:
             yield got
             continue

@@ -7,9 +7,10 @@ from typing import Any
 
 from nncodecs.container import Writer
 from nncodecs.formats.detect import detect_format
+from nncodecs.formats.digests import hash_ahead
 from nncodecs.formats.malloc import use_one_malloc_arena
 from nncodecs.formats.paths import check_container_name, local_output
-from nncodecs.formats.source import Progress, hash_ahead
+from nncodecs.formats.source import Progress
 from nncodecs.formats.sources import open_source
 from nncodecs.outputs import check_output, made_parents
 
@@ -46,7 +47,7 @@ def compress(
     kwargs: dict[str, Any] = {"codec": codec, "threads": threads}
     if chunk_bytes:
         kwargs["chunk_bytes"] = chunk_bytes
-    # The source's sha256 (part of its metadata) is computed while the tensors encode.
+    # The source's sha256 and CRC32C (in its metadata) are computed while the tensors encode.
     hash_ahead([source] if source.is_file() else sorted(source.glob("*.safetensors")))
     with open_source(source, fmt) as src:
         total, done = src.size, 0

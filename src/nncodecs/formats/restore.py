@@ -8,12 +8,13 @@ from typing import Any
 
 from nncodecs.container import Reader
 from nncodecs.formats.detect import EXACT_FORMATS, WRITE_FORMATS
+from nncodecs.formats.digests import check_restored
 from nncodecs.formats.gguf import restore_gguf
 from nncodecs.formats.malloc import use_one_malloc_arena
 from nncodecs.formats.npz import write_npz
 from nncodecs.formats.paths import READ_ONLY_SUFFIXES, check_model_file_name, local_output
 from nncodecs.formats.safetensors_restore import file_records, restore_safetensors
-from nncodecs.formats.source import Progress, check_sha256, stream_tensors
+from nncodecs.formats.source import Progress, stream_tensors
 from nncodecs.outputs import atomic_output, is_url
 
 __all__ = ["decompress", "default_format", "default_output", "restored_name"]
@@ -100,7 +101,8 @@ def decompress(
         with atomic_output(out, force, directory=directory, inputs=inputs) as tmp:
             if fmt == "gguf":
                 restore_gguf(r, tmp)
-                check_sha256(tmp, r.metadata.get("source.sha256"), out)
+                expected = {k: r.metadata.get(f"source.{k}") for k in ("sha256", "crc32c")}
+                check_restored(tmp, expected, out)
             elif fmt == "safetensors":
                 restore_safetensors(r, tmp, records, progress)
             else:

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 import struct
 from pathlib import Path
@@ -13,9 +12,10 @@ from typing import Any
 from nncodecs.dtypes import normalize_dtype
 from nncodecs.errors import CorruptDataError
 from nncodecs.formats.detect import INDEX
+from nncodecs.formats.digests import check_restored, restore_hash
 from nncodecs.formats.paths import plain_name
 from nncodecs.formats.safetensors import raw_bytes, safetensors_header, write_safetensors
-from nncodecs.formats.source import Progress, check_sha256, stream_tensors
+from nncodecs.formats.source import Progress, stream_tensors
 
 __all__ = ["file_records", "restore_safetensors"]
 
@@ -92,7 +92,8 @@ def restore_safetensors(
             _write_layout(r, path, rec, progress)
             digest = None
         else:
-            digest = hashlib.sha256()  # (fed as the file is written: no second read)
+            # (fed as the file is written: no second read)
+            digest = restore_hash(rec) if header is not None else None
             write_safetensors(
                 path,
                 stream_tensors(r, rec["tensors"], progress),
@@ -100,7 +101,7 @@ def restore_safetensors(
                 digest=digest,
             )
         if header is not None:
-            check_sha256(path, rec.get("sha256"), rec["file"], digest)
+            check_restored(path, rec, rec["file"], digest)
 
 
 def _write_layout(r: Any, path: Path, rec: dict[str, Any], progress: Progress | None) -> None:

@@ -10,9 +10,10 @@ from typing import Any
 
 from nncodecs.errors import CorruptDataError
 from nncodecs.formats.detect import INDEX
+from nncodecs.formats.digests import file_digests
 from nncodecs.formats.paths import inside, plain_name
 from nncodecs.formats.safetensors import SafetensorsFile
-from nncodecs.formats.source import FileRows, Source, Tensor, file_sha256
+from nncodecs.formats.source import FileRows, Source, Tensor
 
 __all__ = ["MAX_GAP_BYTES", "SafetensorsSource", "safetensors_files"]
 
@@ -73,7 +74,7 @@ class SafetensorsSource(Source):
         return sum(st.path.stat().st_size for st in self.files)
 
     def metadata(self) -> dict[str, str]:
-        """Each file's header, tensor order and sha256, the bytes its tensors do not cover,
+        """Each file's header, tensor order, sha256 and CRC32C, the bytes its tensors do not cover,
         the shard index, and whether it was a directory: restored byte-identical."""
         records, held = [], {}
         for st in self.files:
@@ -82,7 +83,7 @@ class SafetensorsSource(Source):
                 "header": st.header_bytes.decode("utf-8"),
                 "exact": True,
                 "tensors": [e[0] for e in st.entries],
-                "sha256": file_sha256(st.path),
+                **file_digests(st.path),  # sha256 and crc32c
             }
             if not st.tiles_exactly():  # padding, trailing bytes or shared offsets: kept
                 rec["size"] = st.data_size

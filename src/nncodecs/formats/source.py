@@ -10,12 +10,7 @@ restores them from a container (``restore_safetensors``, ``restore_gguf``, ``wri
 
 from __future__ import annotations
 
-import concurrent.futures
-import contextlib
-import hashlib
 import math
-import os
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,16 +18,13 @@ from typing import Any
 
 import numpy as np
 
-from nncodecs.errors import CorruptDataError
+from nncodecs.formats.digests import file_digests
 
 __all__ = [
     "FileRows",
     "Progress",
     "Source",
     "Tensor",
-    "check_sha256",
-    "file_sha256",
-    "hash_ahead",
     "stream_tensors",
 ]
 
@@ -124,68 +116,15 @@ class Source:
 
     def metadata(self) -> dict[str, str]:
         """What a container records of its source (``source.*``), so that it comes back
-        whole and checked: here the format, the file's sha256 and the tensor count."""
+        whole and checked: here the format, the file's sha256 and CRC32C and the tensor
+        count."""
+        digests = file_digests(self.path)
         return {
             "source.format": self.format,
-            "source.sha256": file_sha256(self.path),
+            "source.sha256": digests["sha256"],
+            "source.crc32c": digests["crc32c"],
             "source.tensors": str(len(self.tensors())),
         }
-
-
-# sha256 of files being hashed ahead, on a thread of their own, by (path, size, mtime)
-_AHEAD: dict[tuple[str, int, int], concurrent.futures.Future[str]] = {}
-
-
-def _file_key(path: Path) -> tuple[str, int, int]:
-    st = path.stat()
-    return (os.path.realpath(path), st.st_size, st.st_mtime_ns)
-
-
-def hash_ahead(paths: list[Path]) -> None:
-    """Start hashing files on a thread of their own, while the caller encodes (hashlib
-    and the reads release the GIL); :func:`file_sha256` then waits for the result."""
-    futures = {}
-    for path in paths:
-        with contextlib.suppress(OSError):
-            futures[_file_key(path)] = concurrent.futures.Future()
-    if not futures:
-        return
-    _AHEAD.update(futures)
-
-    def run() -> None:
-        for (real, _, _), future in futures.items():
-            try:
-                future.set_result(_digest(Path(real)))
-            except BaseException as exc:  # (file_sha256 raises it in the caller)
-                future.set_exception(exc)
-
-    threading.Thread(target=run, name="nncodecs-sha256", daemon=True).start()
-
-
-def _digest(path: Path) -> str:
-    with path.open("rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
-
-
-def file_sha256(path: Path) -> str:
-    """A file's sha256 (one being hashed ahead, unchanged since: that result)."""
-    try:
-        future = _AHEAD.pop(_file_key(path), None)
-    except OSError:
-        future = None
-    return future.result() if future is not None else _digest(path)
-
-
-def check_sha256(path: Path, expected: Any, what: Any, digest: Any = None) -> None:
-    """A restored file must be the source byte for byte (containers that recorded it);
-    ``digest``: a hash fed every byte as the file was written (else the file is read)."""
-    if not isinstance(expected, str):
-        return
-    got = digest.hexdigest() if digest is not None else file_sha256(path)
-    if got != expected:
-        raise CorruptDataError(
-            f"{what}: the restored file's sha256 differs from the source's; nothing was written"
-        )
 
 
 def stream_tensors(
