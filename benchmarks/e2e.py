@@ -76,7 +76,11 @@ def sha256(path: Path) -> str:
 
 
 def timed(cmd: list[Any]) -> dict[str, Any]:
-    """One whole process under /usr/bin/time: wall s, peak RSS MiB, exit status, checksum."""
+    """One whole process under /usr/bin/time: wall s, peak RSS MiB, exit status, checksum.
+    Dirty pages are written out first: each run starts with none to write back (on this
+    kind of machine the kernel throttles a writer to the disk's speed once gigabytes are
+    dirty, whoever wrote them)."""
+    os.sync()
     with tempfile.NamedTemporaryFile("r", suffix=".time") as t:
         p = subprocess.run(
             ["/usr/bin/time", "-f", "%e %M", "-o", t.name, *map(str, cmd)],
