@@ -166,7 +166,6 @@ def test_gguf_round_trips_byte_identically(real_weights: dict, tmp_path: Path) -
         assert set(types.values()) == {"F32", "F16", "Q8_0"}
         quantized = next(n for n, k in types.items() if k == "Q8_0")
         assert r.read_tensor(quantized).dtype == np.uint8  # its blocks, bit-exact
-        assert r.metadata["source.sha256"] == sha256(path)
         assert r.metadata["source.crc32c"] == f"{_core.crc32c(path.read_bytes()):08x}"
     # a restore that is not the source is refused (a forged record stands in for a bug)
     compress(path, tmp_path / "g.zarr")

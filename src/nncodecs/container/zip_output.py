@@ -21,6 +21,7 @@ from nncodecs.container._store import open_zip, zip_problems
 from nncodecs.container.output import LockedOutput, remove_settled
 from nncodecs.errors import CorruptDataError
 from nncodecs.outputs import _remove, check_output, publish, temp_path
+from nncodecs.writeback import Writeback
 
 __all__ = ["ZipOutput"]
 
@@ -59,7 +60,9 @@ class ZipOutput(LockedOutput):
             raise
 
     def _new_zip(self, mode: str) -> zipfile.ZipFile:
-        return zipfile.ZipFile(self.zip_path, mode, compression=zipfile.ZIP_STORED, allowZip64=True)
+        zf = zipfile.ZipFile(self.zip_path, mode, compression=zipfile.ZIP_STORED, allowZip64=True)
+        self._writeback = Writeback(zf.fp)
+        return zf
 
     def _entry(self, key: str) -> zipfile.ZipInfo:
         info = zipfile.ZipInfo(key, date_time=time.localtime()[:6])
@@ -72,6 +75,7 @@ class ZipOutput(LockedOutput):
         assert self._zf is not None
         for key, data in items.items():
             self._zf.writestr(self._entry(key), data)
+        self._writeback.written(self._zf.fp.tell())
 
     def discard(self, path: str) -> None:
         pass  # (nothing unfinished is ever in the zip being written)

@@ -47,7 +47,7 @@ def compress(
     kwargs: dict[str, Any] = {"codec": codec, "threads": threads}
     if chunk_bytes:
         kwargs["chunk_bytes"] = chunk_bytes
-    # The source's sha256 and CRC32C (in its metadata) are computed while the tensors encode.
+    # The source's CRC32C (in its metadata) is computed while the tensors encode.
     hash_ahead([source] if source.is_file() else sorted(source.glob("*.safetensors")))
     with open_source(source, fmt) as src:
         total, done = src.size, 0

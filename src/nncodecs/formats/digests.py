@@ -1,13 +1,13 @@
 """What a container records to check a restored file against its source: the source
-file's sha256 and its CRC32C, computed in one read, on a thread of its own while the
-tensors encode (:func:`hash_ahead`).
+file's CRC32C, computed on a thread of its own while the tensors encode
+(:func:`hash_ahead`).
 
-A restore is checked against the CRC32C where the container recorded it (every
-container from format 0.1.x's compress on), fed each byte as it is written: at over
-10 GB/s it costs a fraction of the sha256, which took as long as decoding the model
-on two cores. Each tensor's bytes were already checked by their frames' CRC32C;
-the whole-file CRC32C adds the header, the order and the gaps. Containers that
-recorded only the sha256 are checked against it.
+A restore is fed to a CRC32C as it is written, and checked against it. Containers
+written before recorded the source's sha256 instead, and are checked against that.
+The sha256 took as long as decoding the model on two cores, and as long as the
+encoding of its tensors took on one: at over 10 GB/s the CRC32C costs a tenth of it.
+Each tensor's bytes are checked by their frames' own CRC32C already; the whole-file
+CRC32C adds the header, the order and the bytes between tensors.
 """
 
 from __future__ import annotations
@@ -78,18 +78,21 @@ def hash_ahead(paths: list[Path]) -> None:
 
 
 def _digests(path: Path, daemon: bool = False) -> dict[str, str]:
-    sha, crc = hashlib.sha256(), Crc32c(daemon)
+    crc = Crc32c(daemon)
+    _feed(path, crc)
+    return {"crc32c": crc.hexdigest()}
+
+
+def _feed(path: Path, digest: Any) -> None:
     block = memoryview(bytearray(_BLOCK))
     with path.open("rb", buffering=0) as f:
         while n := f.readinto(block):
-            sha.update(block[:n])
-            crc.update(block[:n])
-    return {"sha256": sha.hexdigest(), "crc32c": crc.hexdigest()}
+            digest.update(block[:n])
 
 
 def file_digests(path: Path) -> dict[str, str]:
-    """A file's ``sha256`` and ``crc32c`` (hex; one being hashed ahead, unchanged since:
-    that result)."""
+    """What a container records of a source file: ``{"crc32c": hex}`` (one being hashed
+    ahead, unchanged since: that result)."""
     try:
         future = _AHEAD.pop(_file_key(path), None)
     except OSError:
@@ -99,7 +102,8 @@ def file_digests(path: Path) -> dict[str, str]:
 
 def restore_hash(expected: dict[str, Any]) -> Any:
     """The hash a restore feeds every byte it writes: CRC32C where the source's was
-    recorded (``expected["crc32c"]``), else sha256 (``expected["sha256"]``), else ``None``."""
+    recorded (``expected["crc32c"]``), else sha256 (``expected["sha256"]``: containers
+    written before), else ``None``."""
     if isinstance(expected.get("crc32c"), str):
         return Crc32c()
     if isinstance(expected.get("sha256"), str):
@@ -115,10 +119,7 @@ def check_restored(path: Path, expected: dict[str, Any], what: Any, digest: Any 
         digest = restore_hash(expected)
         if digest is None:
             return
-        with path.open("rb", buffering=0) as f:
-            block = memoryview(bytearray(_BLOCK))
-            while n := f.readinto(block):
-                digest.update(block[:n])
+        _feed(path, digest)
     kind = "crc32c" if isinstance(digest, Crc32c) else "sha256"
     if digest.hexdigest() != expected.get(kind):
         raise CorruptDataError(

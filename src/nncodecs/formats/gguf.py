@@ -59,7 +59,7 @@ class GgufSource(Source):
         return out
 
     def metadata(self) -> dict[str, str]:
-        """Besides the sha256: each tensor's place and GGML type, and every byte between
+        """Besides the CRC32C: each tensor's place and GGML type, and every byte between
         and around the tensors, so that the file comes back byte for byte."""
         meta = super().metadata()
         raw = np.memmap(self.path, dtype=np.uint8, mode="r")

@@ -74,7 +74,7 @@ def decompress(
 ) -> str:
     """Restore a container as a model file: ``fmt``, else the one ``out``'s suffix names,
     else the source's own format (byte for byte for safetensors and GGUF, checked against
-    the source's sha256). Returns the format.
+    the source file's CRC32C, or the sha256 older containers recorded). Returns the format.
 
     The output is written under a temporary name and appears at ``out`` only
     once complete and checked; an existing ``out`` is refused unless

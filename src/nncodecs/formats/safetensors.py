@@ -29,9 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from nncodecs import _core
 from nncodecs.dtypes import ML_DTYPES
 from nncodecs.errors import CorruptDataError
+from nncodecs.writeback import Writeback
 
 __all__ = [
     "SAFETENSORS_DTYPES",
@@ -227,9 +227,6 @@ def write_safetensors(
 _BEHIND_BYTES = 64 << 20
 #: Bytes a write call hands the kernel.
 _PIECE = 1 << 20
-#: Each time this many bytes are written, their writing to disk is started, so that the
-#: fsync making the file durable waits for the last of them only.
-_WRITEBACK = 32 << 20
 
 
 class _Behind:
@@ -241,7 +238,7 @@ class _Behind:
         self.f, self.digest = f, digest
         self.pool = ThreadPoolExecutor(1, thread_name_prefix="nncodecs-write")
         self.pending: Future[None] | None = None
-        self.written = self.synced = 0  # bytes written; bytes whose writeback has started
+        self.written, self.writeback = 0, Writeback(f)
 
     def _write(self, data: Any) -> None:
         view = memoryview(data).cast("B")
@@ -250,10 +247,7 @@ class _Behind:
         if self.digest is not None:
             self.digest.update(view)
         self.written += len(view)
-        if self.written - self.synced >= _WRITEBACK:
-            self.f.flush()
-            _core.start_writeback(self.f.fileno(), self.synced, self.written - self.synced)
-            self.synced = self.written
+        self.writeback.written(self.written)
 
     def write(self, data: Any) -> None:
         self.wait()

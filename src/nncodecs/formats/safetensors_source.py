@@ -74,7 +74,7 @@ class SafetensorsSource(Source):
         return sum(st.path.stat().st_size for st in self.files)
 
     def metadata(self) -> dict[str, str]:
-        """Each file's header, tensor order, sha256 and CRC32C, the bytes its tensors do not cover,
+        """Each file's header, tensor order and CRC32C, the bytes its tensors do not cover,
         the shard index, and whether it was a directory: restored byte-identical."""
         records, held = [], {}
         for st in self.files:
@@ -83,7 +83,7 @@ class SafetensorsSource(Source):
                 "header": st.header_bytes.decode("utf-8"),
                 "exact": True,
                 "tensors": [e[0] for e in st.entries],
-                **file_digests(st.path),  # sha256 and crc32c
+                **file_digests(st.path),  # its crc32c
             }
             if not st.tiles_exactly():  # padding, trailing bytes or shared offsets: kept
                 rec["size"] = st.data_size
