@@ -148,3 +148,26 @@ def test_torch_tensors_through_zarr(torch: object) -> None:
     back = nncodecs.to_torch(z[:])
     assert back.dtype == th.bfloat16
     assert th.equal(back.view(th.int16), t.view(th.int16))
+
+
+def test_to_torch_shares_memory_only_when_told_and_writable(tmp_path) -> None:
+    """A decoded tensor becomes a torch tensor without a copy; a caller's array, or
+    a read-only one (a memory map), is copied."""
+    th = pytest.importorskip("torch")
+    from nncodecs.dtypes import to_torch
+
+    arr = np.arange(6, dtype=np.float32)
+    copied, shared = to_torch(arr), to_torch(arr, copy=False)
+    arr[0] = 42
+    assert copied[0] == 0 and shared[0] == 42
+    frozen = np.arange(4, dtype=ml_dtypes.bfloat16)
+    frozen.flags.writeable = False
+    t = to_torch(frozen, copy=False)
+    assert t.dtype == th.bfloat16 and t.data_ptr() != frozen.ctypes.data
+    # Reader.read_tensor hands its fresh array over: two reads never share memory
+    with nncodecs.Writer(tmp_path / "m.zarr") as w:
+        w.add_tensor("w", np.linspace(-1, 1, 4096, dtype=np.float32).reshape(64, 64))
+    with nncodecs.Reader(tmp_path / "m.zarr") as r:
+        a, b = r.read_tensor("w", to="torch"), r.read_tensor("w", to="torch")
+        a.zero_()
+        assert th.equal(b, th.from_numpy(r.read_tensor("w"))) and b.abs().sum() > 0

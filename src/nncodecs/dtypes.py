@@ -198,9 +198,11 @@ def torch_dtype(dtype: Any) -> Any:
     raise TypeError(f"no torch dtype for {native}")
 
 
-def to_torch(array: np.ndarray) -> Any:
+def to_torch(array: np.ndarray, copy: bool = True) -> Any:
     """Torch tensor with the same bits as a NumPy array (bfloat16, float8 included).
 
+    ``copy=False``: the tensor shares the array's memory where the array is writable
+    (an array the caller made and hands over: a decoded tensor), else it is a copy.
     float4_e2m1fn (one value per byte in NumPy) has no unpacked torch type and
     raises ``TypeError``.
     """
@@ -216,4 +218,6 @@ def to_torch(array: np.ndarray) -> Any:
     tdtype, view_as = reverse[native]
     raw_dtype = torch.empty(0, dtype=view_as).numpy().dtype
     raw = arr.astype(native, copy=False).view(raw_dtype)
-    return torch.from_numpy(raw.copy()).view(tdtype)
+    if copy or not raw.flags.writeable:
+        raw = raw.copy()
+    return torch.from_numpy(raw).view(tdtype)

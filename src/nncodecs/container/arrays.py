@@ -23,12 +23,14 @@ def to_host_array(tensor: Any) -> np.ndarray:
     return np.asarray(as_numpy(tensor)) if not isinstance(tensor, np.ndarray) else tensor
 
 
-def convert(arr: np.ndarray, to: str) -> Any:
-    """``arr`` as ``"numpy"``, ``"torch"`` or ``"cupy"``."""
+def convert(arr: np.ndarray, to: str, owned: bool = False) -> Any:
+    """``arr`` as ``"numpy"``, ``"torch"`` or ``"cupy"``; ``owned``: nothing else holds
+    ``arr`` (a tensor just decoded), so a torch tensor may share its memory (copying a
+    model's worth of tensors into fresh memory took longer than decoding them)."""
     if to == "numpy":
         return arr
     if to == "torch":
-        return to_torch(arr)
+        return to_torch(arr, copy=not owned)
     if to == "cupy":
         import cupy
 

@@ -182,7 +182,7 @@ class Reader:
             return mapped
         value = self._read_array(name, z)
         self._check_crc(name, z, value)
-        return convert(value, to)
+        return convert(value, to, owned=True)
 
     def _check_crc(self, name: str, z: Any, value: Any, part: str | None = None) -> None:
         """A whole array's bytes against the CRC32C recorded at write (raw, zstd)."""

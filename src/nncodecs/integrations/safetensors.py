@@ -86,7 +86,7 @@ class safe_open:
     def _convert(self, arr: Any) -> Any:
         if self._framework == "np":
             return arr
-        tensor = to_torch(arr)
+        tensor = to_torch(arr, copy=False)  # (read_tensor's own array, or a read-only map)
         return tensor if self._device == "cpu" else tensor.to(self._device)
 
     def __enter__(self) -> Self:
