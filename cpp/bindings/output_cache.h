@@ -3,8 +3,8 @@
 // after another was dropped (a model streamed tensor by tensor through the
 // numcodecs codecs) lands in memory the kernel has already mapped and
 // zeroed: fresh pages cost the kernel's page clearing (docs/development.md
-// has the measurements). A block (sizes are whole huge pages) is reused for
-// a request that wastes at most a quarter of the request plus one huge page
+// has the measurements). A block (sizes are whole 2 MiB units) is reused for
+// a request that wastes at most a quarter of the request plus one unit
 // of it; at most kBlocks blocks and kMaxBytes in all are kept, the oldest
 // let go first. Blocks held by live arrays are never in the cache.
 #pragma once

@@ -51,45 +51,25 @@ bool mostly_resident(std::uintptr_t begin, std::uintptr_t end) {
 }
 #endif
 
-// Whether this kernel backs madvised memory with transparent huge pages
-// ("always" or "madvise" in sysfs), asked once.
-bool huge_pages_available() {
-  static const bool yes = [] {
-    std::FILE* f = std::fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
-    if (f == nullptr) return false;
-    char buf[128] = {0};
-    const std::size_t got = std::fread(buf, 1, sizeof(buf) - 1, f);
-    std::fclose(f);
-    buf[got] = 0;
-    return std::strstr(buf, "[always]") != nullptr || std::strstr(buf, "[madvise]") != nullptr;
-  }();
-  return yes;
-}
-
 }  // namespace
 
 // Get a large output ready before the threads write it. Fresh memory would
 // otherwise fault in 4 KiB page by page from the decoding threads, which
 // contend in the kernel (32 MiB bfloat16 tensors, 2 threads: 3.2 GB/s into
-// fresh memory, 7.2 into memory already faulted in; a page fault costs about
-// 1 us on this virtual machine). Where transparent huge pages exist, the
-// range is madvised for them (NumPy does the same for its arrays of 4 MiB
-// or more): faults then come 2 MiB at a time and a decode into fresh memory
-// runs as fast as with the pages populated first (6.4-6.5 GB/s for 12 fresh
-// 32 MiB outputs either way). Elsewhere, MADV_POPULATE_WRITE (Linux 5.14+)
-// faults the range in with one call, unless mincore() finds it resident
-// already (populating resident memory still walks every page). Returns
-// whether the caller should populate the rest (see populate()).
+// fresh memory, 7.2 into memory already faulted in). MADV_POPULATE_WRITE
+// (Linux 5.14+) faults the range in with one call, unless mincore() finds it
+// resident already (populating resident memory still walks every page).
+// Returns whether the caller should populate the rest (see populate()).
+//
+// Transparent huge pages (MADV_HUGEPAGE) were asked for here before: on some
+// days of this virtual machine they were as fast, on others a huge page's
+// fault (zeroing, compaction: defrag is "madvise") stalled the threads, and
+// loading the generated 1 GiB model into torch took 7.7-18 s against 3.4-4.3
+// with the populate call alone, the same with huge pages populated first
+// (4.3-4.9). The codec's own decode rates did not move beyond the noise.
 bool prepare_output(std::uint8_t* p, std::uint64_t len) {
 #if defined(__linux__)
   if (len < (std::uint64_t(1) << 20)) return false;
-  if (huge_pages_available()) {
-    constexpr std::uintptr_t huge = std::uintptr_t(1) << 21;
-    const std::uintptr_t begin = (reinterpret_cast<std::uintptr_t>(p) + huge - 1) & ~(huge - 1);
-    const std::uintptr_t end = (reinterpret_cast<std::uintptr_t>(p) + len) & ~(huge - 1);
-    if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
-    return false;
-  }
   const std::uintptr_t page = 4096;
   const std::uintptr_t begin = (reinterpret_cast<std::uintptr_t>(p) + page - 1) & ~(page - 1);
   const std::uintptr_t end = (reinterpret_cast<std::uintptr_t>(p) + len) & ~(page - 1);
