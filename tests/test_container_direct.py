@@ -224,3 +224,32 @@ def test_a_forged_huge_grid_is_refused_before_listing_its_chunks(tmp_path: Path)
     _tamper(target, forge)
     with nncodecs.Reader(target) as r, pytest.raises(nncodecs.CorruptDataError, match="declares"):
         r.read_tensor("w")
+
+
+@pytest.mark.parametrize("suffix", [".zarr", ".zarr.zip"])
+def test_info_from_the_documents_is_info_from_the_arrays(tmp_path: Path, suffix: str) -> None:
+    """Reader.info reads a dense tensor's zarr.json without making its Zarr array; what
+    it says equals what it says once the array is made (every kind of CASES)."""
+    target = tmp_path / f"m{suffix}"
+    _write(target)
+    with nncodecs.Reader(target) as early, nncodecs.Reader(target) as late:
+        for name in early:
+            late[name]  # (made and checked: info then comes from the array)
+            assert early.info(name) == late.info(name), name
+        assert early.info("big.endian").dtype == "float32"
+
+
+def test_info_refuses_documents_that_contradict_their_records(tmp_path: Path) -> None:
+    target = tmp_path / "m.zarr"
+    with nncodecs.Writer(target) as w:
+        w.add_tensor("s", np.ones((4, 4), np.float32))
+        w.add_tensor("d", np.ones((4, 4), np.float32))
+        w.add_tensor("t", np.ones((4, 4), np.float32))
+    docs = lambda d: d["consolidated_metadata"]["metadata"]  # noqa: E731
+    _tamper(target, lambda d: docs(d)["s"].update(shape=[4, 5]))
+    _tamper(target, lambda d: docs(d)["d"].update(data_type="float64"))
+    _tamper(target, lambda d: docs(d)["t"].update(data_type="no-such-type"))
+    with nncodecs.Reader(target) as r:
+        for name, why in (("s", "shape"), ("d", "dtype"), ("t", "unreadable")):
+            with pytest.raises(nncodecs.CorruptDataError, match=f"tensor '{name}'.*{why}"):
+                r.info(name)

@@ -187,10 +187,13 @@ def tensor_name(node: str, attrs: Any) -> str:
 class Member:
     """A committed tensor of a container: its Zarr node made on first use."""
 
-    def __init__(self, layout: str, attrs: dict[str, Any], load: Callable[[], Any]) -> None:
+    def __init__(
+        self, layout: str, attrs: dict[str, Any], load: Callable[[], Any], doc: Any = None
+    ) -> None:
         self.layout = layout  # dense, csr, csc, coo, mxfp4 or nvfp4
         self.attrs = attrs  # its attributes under ATTRS_KEY
         self._load = load
+        self.doc = doc  # a dense tensor's zarr.json, where it came from consolidated metadata
 
     @functools.cached_property
     def node(self) -> Any:
@@ -255,7 +258,7 @@ def committed_from_docs(store: Any, docs: dict[str, Any]) -> dict[str, Member]:
             load = functools.partial(_array_from_doc, store, node, doc)
         else:
             load = functools.partial(zarr.open_group, store, path=node, mode="r")
-        members[name] = Member(kind, attrs, load)
+        members[name] = Member(kind, attrs, load, doc if kind == "dense" else None)
     return members
 
 
@@ -296,6 +299,11 @@ def _metadata(doc: dict[str, Any]) -> Any:
         dimension_names=doc.get("dimension_names"),
         storage_transformers=doc.get("storage_transformers"),
     )
+
+
+def doc_dtype(doc: dict[str, Any]) -> np.dtype:
+    """The NumPy dtype of an array document (``ValueError`` and kin where it names none)."""
+    return _data_type(json.dumps(doc["data_type"], sort_keys=True)).to_native_dtype()
 
 
 @functools.lru_cache(maxsize=256)

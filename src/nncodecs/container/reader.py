@@ -15,6 +15,7 @@ from nncodecs.container.arrays import convert
 from nncodecs.container.checks import check_crc, check_size, chunk_frames
 from nncodecs.container.composite import assemble
 from nncodecs.container.decoding import read_weights
+from nncodecs.container.names import escape
 from nncodecs.dtypes import dtype_name
 from nncodecs.errors import CorruptDataError
 from nncodecs.frame import set_threads
@@ -116,6 +117,10 @@ class Reader:
         return self._sizes.get(path, 0)
 
     def info(self, name: str) -> TensorInfo:
+        member = self._entries.get(name)
+        if member is not None and member.doc is not None and name not in self._checked:
+            return self._info_from_doc(name, member)  # (no Zarr array made: a model's
+            # thousands of tensors listed at once)
         self[name]  # KeyError naming the tensor
         member = self._entries[name]
         if member.layout != "dense":
@@ -129,7 +134,7 @@ class Reader:
                 layout=member.layout,
                 stored_bytes=sum(self._stored(a.path) for a in parts.values()),
                 nbytes=sum(int(a.nbytes) for a in parts.values()),
-                codec=_codec_names(main),
+                codec=_codec_names(main.metadata.codecs),
             )
         z = member.node
         return TensorInfo(
@@ -139,7 +144,30 @@ class Reader:
             layout="dense",
             stored_bytes=self._stored(z.path),
             nbytes=int(z.nbytes),
-            codec=_codec_names(z),
+            codec=_codec_names(z.metadata.codecs),
+        )
+
+    def _info_from_doc(self, name: str, member: layout.Member) -> TensorInfo:
+        """:meth:`info` of a dense tensor from its zarr.json, checked against its records
+        as a first use checks it."""
+        doc = member.doc
+        try:
+            shape = tuple(int(d) for d in doc["shape"])
+            dtype = layout.doc_dtype(doc)
+            codec = _codec_names(doc["codecs"])
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise self._error(name, CorruptDataError(f"unreadable metadata ({exc})")) from None
+        problem = layout.shape_problem(_Declared(shape, dtype), member.attrs)
+        if problem is not None:
+            raise CorruptDataError(f"{self._where}: tensor {name!r}: {problem}")
+        return TensorInfo(
+            name=name,
+            dtype=dtype_name(dtype),
+            shape=shape,
+            layout="dense",
+            stored_bytes=self._stored(escape(name)),
+            nbytes=math.prod(shape) * dtype.itemsize,
+            codec=codec,
         )
 
     def read_tensor(
@@ -309,10 +337,19 @@ class Reader:
         self.close()
 
 
-def _codec_names(z: Any) -> str:
-    """The codecs of an array, naming what is inside shards."""
+@dataclass(frozen=True)
+class _Declared:
+    """What an array document declares, as :func:`layout.shape_problem` reads it."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
+
+def _codec_names(codecs: Any) -> str:
+    """The codecs of an array (``z.metadata.codecs``, or a document's list), naming what
+    is inside shards."""
     names = []
-    for c in (c.to_dict() for c in z.metadata.codecs):
+    for c in (c if isinstance(c, dict) else c.to_dict() for c in codecs):
         if c["name"] == "sharding_indexed":
             inner = "+".join(i["name"] for i in c["configuration"]["codecs"])
             names.append(f"sharding_indexed({inner})")
