@@ -8,6 +8,7 @@ reads it back, metadata equal), and what they read what Zarr reads.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import zipfile
 from pathlib import Path
@@ -253,3 +254,46 @@ def test_info_refuses_documents_that_contradict_their_records(tmp_path: Path) ->
         for name, why in (("s", "shape"), ("d", "dtype"), ("t", "unreadable")):
             with pytest.raises(nncodecs.CorruptDataError, match=f"tensor '{name}'.*{why}"):
                 r.info(name)
+
+
+def test_a_closed_reader_reads_nothing_of_another_file(tmp_path: Path) -> None:
+    """A zip Reader reads through a descriptor of its own: after close() a read is a
+    clear error, even once another file has taken the descriptor's number."""
+    target = tmp_path / "m.zarr.zip"
+    with nncodecs.Writer(target) as w:
+        w.add_tensor("w", _weights((3000, 100), np.float32))
+    r = nncodecs.Reader(target)
+    first = r.read_tensor("w")
+    r.close()
+    with contextlib.ExitStack() as stack:
+        for _ in range(4):  # (descriptor numbers just freed are taken again)
+            stack.enter_context(open(target, "rb"))
+        with pytest.raises((ValueError, OSError), match="closed"):
+            r.read_tensor("w")
+    with nncodecs.Reader(target) as again:
+        assert again.read_tensor("w").tobytes() == first.tobytes()
+
+
+def test_a_name_its_local_header_cannot_encode_is_corrupt_data(tmp_path: Path) -> None:
+    target = tmp_path / "m.zarr.zip"
+    with nncodecs.Writer(target) as w:
+        w.add_tensor("权重", _weights((64, 64), np.float32))
+    raw = bytearray(target.read_bytes())
+    with zipfile.ZipFile(target) as zf:
+        info = next(i for i in zf.infolist() if i.filename.endswith("/c/0/0"))
+    flags = int.from_bytes(raw[info.header_offset + 6 : info.header_offset + 8], "little")
+    assert flags & 0x800
+    raw[info.header_offset + 6 : info.header_offset + 8] = (flags & ~0x800).to_bytes(2, "little")
+    target.write_bytes(bytes(raw))
+    with nncodecs.Reader(target) as r, pytest.raises(nncodecs.CorruptDataError, match="names"):
+        r.read_tensor("权重")
+
+
+def test_a_chunk_shape_with_an_empty_side_is_corrupt_data(tmp_path: Path) -> None:
+    target = tmp_path / "m.zarr"
+    with nncodecs.Writer(target) as w:
+        w.add_tensor("w", np.ones((64, 16), np.float32))
+    grid = lambda d: d["consolidated_metadata"]["metadata"]["w"]["chunk_grid"]  # noqa: E731
+    _tamper(target, lambda d: grid(d)["configuration"].update(chunk_shape=[0, 16]))
+    with nncodecs.Reader(target) as r, pytest.raises(nncodecs.CorruptDataError):
+        r.read_tensor("w")

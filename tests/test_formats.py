@@ -289,3 +289,18 @@ def test_an_archived_gguf_restores_byte_identically(tmp_path: Path) -> None:
     nncodecs.archive(path, tmp_path / "m.zarr", scheduler="sync", progress=False)
     assert decompress(tmp_path / "m.zarr", tmp_path / "back.gguf") == "gguf"
     assert sha256(tmp_path / "back.gguf") == sha256(path)
+
+
+def test_a_source_changed_while_it_compresses_is_refused(tmp_path: Path) -> None:
+    """Its digest is computed ahead, while the tensors encode; a change in between (size
+    or modification time) is an error, not a container whose records fit neither."""
+    from nncodecs.formats.digests import file_digests, hash_ahead
+
+    path = tmp_path / "f.bin"
+    path.write_bytes(b"x" * 100_000)
+    hash_ahead([path])
+    path.write_bytes(b"y" * 100_001)
+    with pytest.raises(RuntimeError, match="changed while"):
+        file_digests(path)
+    hash_ahead([path])  # unchanged: the result computed ahead
+    assert file_digests(path) == {"crc32c": f"{_core.crc32c(b'y' * 100_001):08x}"}

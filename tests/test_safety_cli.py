@@ -413,6 +413,9 @@ def test_dask_containers_restore_byte_identical(work: Path) -> None:
     ("forge", "named"),
     [
         ({"crc32c": "00000000"}, "crc32c"),  # what every container records now
+        ({"crc32c": 12345}, "crc32c record"),  # a damaged record must not turn it off
+        ({"crc32c": ["0"]}, "crc32c record"),
+        ({"crc32c": "not-hex!"}, "crc32c record"),
         ({"crc32c": None, "sha256": "0" * 64}, "sha256"),  # older ones recorded the sha256
     ],
 )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import struct
+import weakref
 import zipfile
 import zlib
 from dataclasses import dataclass
@@ -129,14 +130,29 @@ class ZipEntries:
         offsets = sorted({info.header_offset for info in zf.infolist()})
         self._next = dict(zip(offsets, [*offsets[1:], zf.start_dir], strict=True))
         self._spans: dict[str, tuple[int, int]] = {}
-        # The zip's own open file, read with pread (its offset untouched, so zipfile's
-        # reads are not disturbed): no open per entry, which cost more than a read.
-        self.fd = zf.fp.fileno()
+        # A descriptor of its own on the zip's open file, read with pread: no open per
+        # entry (which cost more than the read), and closed with the Reader, after which
+        # a read is an error (never a read of whatever file took the number since).
+        self.fd = os.dup(zf.fp.fileno())
+        self._closing = weakref.finalize(self, os.close, self.fd)
         self.size = os.fstat(self.fd).st_size
+
+    def close(self) -> None:
+        self.fd = -1
+        self._closing()
+
+    def _fd(self) -> int:
+        if self.fd < 0:
+            raise ValueError(f"{self.path}: the container is closed")
+        return self.fd
 
     def read(self, offset: int, length: int) -> bytes:
         """``length`` bytes at ``offset`` of the zip file (fewer where it ends first)."""
-        return os.pread(self.fd, length, offset)
+        return os.pread(self._fd(), length, offset)
+
+    def read_into(self, buf: Any, offset: int) -> int:
+        """Fill ``buf`` from ``offset`` of the zip file; the bytes read."""
+        return os.preadv(self._fd(), [buf], offset)
 
     def span(self, key: str) -> tuple[int, int] | None:
         """(offset, length) of an entry's stored bytes in the file; ``None`` if absent."""
@@ -152,7 +168,10 @@ class ZipEntries:
             raise CorruptDataError(f"{key}: its local zip header is damaged")
         flags, method = struct.unpack("<HH", header[6:10])
         name_len, extra_len = struct.unpack("<HH", header[26:30])
-        name = info.orig_filename.encode("utf-8" if flags & 0x800 else "cp437")
+        try:
+            name = info.orig_filename.encode("utf-8" if flags & 0x800 else "cp437")
+        except UnicodeEncodeError:  # (a name the local header's encoding cannot hold)
+            name = b""
         if name_len != len(name) or header[30 : 30 + name_len] != name:
             raise CorruptDataError(f"{key}: its local zip header names another entry")
         if method != info.compress_type or (flags & 0x08) != (info.flag_bits & 0x08):
@@ -205,6 +224,11 @@ class CheckedStore(WrapperStore):
                 store._sync_open()
             self._bad = zip_problems(store._zf)
             self.zip = ZipEntries(store.path, store._zf)
+
+    def close_files(self) -> None:
+        """Close what this view holds open of its own (the zip's descriptor)."""
+        if self.zip is not None:
+            self.zip.close()
 
     def _with_store(self, store: Any) -> CheckedStore:
         out = type(self)(store)
@@ -287,7 +311,7 @@ class CheckedStore(WrapperStore):
                 path, offset, length = located
                 data, at = buf[at : at + length], at + length
                 if self.zip is not None:
-                    got = os.preadv(self.zip.fd, [data], offset)
+                    got = self.zip.read_into(data, offset)
                 else:
                     fd = os.open(path, os.O_RDONLY)
                     try:

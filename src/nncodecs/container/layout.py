@@ -288,13 +288,16 @@ def _metadata(doc: dict[str, Any]) -> Any:
 
     if doc.keys() - _DOC_KEYS or doc.get("zarr_format") != 3 or doc.get("node_type") != "array":
         return ArrayV3Metadata.from_dict(dict(doc))
+    dtype, codecs = (json.dumps(doc[key], sort_keys=True) for key in ("data_type", "codecs"))
+    if len(dtype) + len(codecs) > _CACHED_CHARS:  # (nothing big stays cached)
+        return ArrayV3Metadata.from_dict(dict(doc))
     return ArrayV3Metadata(
         shape=doc["shape"],
-        data_type=_data_type(json.dumps(doc["data_type"], sort_keys=True)),
+        data_type=_data_type(dtype),
         chunk_grid=doc["chunk_grid"],
         chunk_key_encoding=doc["chunk_key_encoding"],
         fill_value=doc["fill_value"],
-        codecs=_codecs(json.dumps(doc["codecs"], sort_keys=True)),
+        codecs=_codecs(codecs),
         attributes=doc.get("attributes", {}),
         dimension_names=doc.get("dimension_names"),
         storage_transformers=doc.get("storage_transformers"),
@@ -303,7 +306,14 @@ def _metadata(doc: dict[str, Any]) -> Any:
 
 def doc_dtype(doc: dict[str, Any]) -> np.dtype:
     """The NumPy dtype of an array document (``ValueError`` and kin where it names none)."""
-    return _data_type(json.dumps(doc["data_type"], sort_keys=True)).to_native_dtype()
+    text = json.dumps(doc["data_type"], sort_keys=True)
+    if len(text) > _CACHED_CHARS:
+        raise ValueError(f"a data type of {len(text)} characters")
+    return _data_type(text).to_native_dtype()
+
+
+#: JSON of data types and codec lists up to this size is parsed once and kept.
+_CACHED_CHARS = 4096
 
 
 @functools.lru_cache(maxsize=256)

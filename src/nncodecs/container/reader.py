@@ -327,6 +327,9 @@ class Reader:
             self.read_tensor(name, check=True)
 
     def close(self) -> None:
+        store = getattr(self, "_store", None)  # (absent when opening failed early)
+        if store is not None:
+            store.close_files()
         if self._owned:
             self._base.close()
 

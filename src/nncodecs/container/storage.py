@@ -141,6 +141,8 @@ def grid(z: Any) -> Grid | None:
     """The grid of an array chunked along its first axis only, in shards or
     not; ``None`` for any other layout."""
     shape, chunks = tuple(z.shape), tuple(z.chunks)
+    if not all(c > 0 for c in chunks):
+        raise CorruptDataError(f"{z.path!r}: its chunk shape {list(chunks)} has an empty side")
     if shape and tuple(chunks[1:]) != tuple(max(1, d) for d in shape[1:]):
         return None
     count = -(-shape[0] // chunks[0]) if shape else 1

@@ -47,8 +47,9 @@ class Crc32c:
         return f"{self.crc:08x}"
 
 
-# digests of files being hashed ahead, on a thread of their own, by (path, size, mtime)
-_AHEAD: dict[tuple[str, int, int], concurrent.futures.Future[dict[str, str]]] = {}
+# digests of files being hashed ahead, on a thread of their own, by real path: the
+# (path, size, mtime) they had then, and the future result
+_AHEAD: dict[str, tuple[tuple[str, int, int], concurrent.futures.Future[dict[str, str]]]] = {}
 
 
 def _file_key(path: Path) -> tuple[str, int, int]:
@@ -65,7 +66,7 @@ def hash_ahead(paths: list[Path]) -> None:
             futures[_file_key(path)] = concurrent.futures.Future()
     if not futures:
         return
-    _AHEAD.update(futures)
+    _AHEAD.update({key[0]: (key, future) for key, future in futures.items()})
 
     def run() -> None:
         for (real, _, _), future in futures.items():
@@ -91,24 +92,40 @@ def _feed(path: Path, digest: Any) -> None:
 
 
 def file_digests(path: Path) -> dict[str, str]:
-    """What a container records of a source file: ``{"crc32c": hex}`` (one being hashed
-    ahead, unchanged since: that result)."""
-    try:
-        future = _AHEAD.pop(_file_key(path), None)
-    except OSError:
-        future = None
-    return future.result() if future is not None else _digests(path)
+    """What a container records of a source file: ``{"crc32c": hex}`` (for one hashed
+    ahead, that result). A file hashed ahead that has changed since (its size or
+    modification time) is an error: its tensors may have been read before the change,
+    so no digest would describe what the container holds."""
+    key = _file_key(path)
+    ahead = _AHEAD.pop(key[0], None)
+    if ahead is None:
+        return _digests(path)
+    if ahead[0] != key:
+        raise RuntimeError(f"{path}: the file changed while it was being compressed")
+    return ahead[1].result()
 
 
-def restore_hash(expected: dict[str, Any]) -> Any:
+def restore_hash(expected: dict[str, Any], what: Any) -> Any:
     """The hash a restore feeds every byte it writes: CRC32C where the source's was
     recorded (``expected["crc32c"]``), else sha256 (``expected["sha256"]``: containers
-    written before), else ``None``."""
-    if isinstance(expected.get("crc32c"), str):
-        return Crc32c()
-    if isinstance(expected.get("sha256"), str):
-        return hashlib.sha256()
+    written before), else ``None``. A record that is there but is not a digest of its
+    kind is a :class:`CorruptDataError` (it must not turn the check off)."""
+    for kind, digits, make in (("crc32c", 8, Crc32c), ("sha256", 64, hashlib.sha256)):
+        value = expected.get(kind)
+        if value is None:
+            continue
+        if not (isinstance(value, str) and len(value) == digits and _is_hex(value)):
+            raise CorruptDataError(f"{what}: the source's {kind} record {value!r:.80} is damaged")
+        return make()
     return None
+
+
+def _is_hex(text: str) -> bool:
+    try:
+        int(text, 16)
+    except ValueError:
+        return False
+    return text.isalnum()
 
 
 def check_restored(path: Path, expected: dict[str, Any], what: Any, digest: Any = None) -> None:
@@ -116,12 +133,12 @@ def check_restored(path: Path, expected: dict[str, Any], what: Any, digest: Any 
     source's digests, ``expected``): ``digest`` from :func:`restore_hash`, fed every
     byte as the file was written, else the file is read once."""
     if digest is None:
-        digest = restore_hash(expected)
+        digest = restore_hash(expected, what)
         if digest is None:
             return
         _feed(path, digest)
     kind = "crc32c" if isinstance(digest, Crc32c) else "sha256"
-    if digest.hexdigest() != expected.get(kind):
+    if digest.hexdigest() != str(expected.get(kind)).lower():
         raise CorruptDataError(
             f"{what}: the restored file's {kind} differs from the source's; nothing was written"
         )

@@ -93,7 +93,7 @@ def restore_safetensors(
             digest = None
         else:
             # (fed as the file is written: no second read)
-            digest = restore_hash(rec) if header is not None else None
+            digest = restore_hash(rec, rec["file"]) if header is not None else None
             write_safetensors(
                 path,
                 stream_tensors(r, rec["tensors"], progress),
