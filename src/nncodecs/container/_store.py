@@ -163,7 +163,8 @@ class ZipEntries:
         except KeyError:
             return None
         # (the header and, right after it, the name the directory gives: one read)
-        header = self.read(info.header_offset, 30 + len(info.orig_filename.encode()) + 8)
+        # (UTF-8 is at least as long as cp437, the other encoding a header may use)
+        header = self.read(info.header_offset, 30 + len(info.orig_filename.encode()))
         if len(header) < 30 or header[:4] != b"PK\x03\x04":
             raise CorruptDataError(f"{key}: its local zip header is damaged")
         flags, method = struct.unpack("<HH", header[6:10])

@@ -16,6 +16,7 @@ import concurrent.futures
 import contextlib
 import hashlib
 import os
+import string
 import threading
 from pathlib import Path
 from typing import Any
@@ -114,18 +115,13 @@ def restore_hash(expected: dict[str, Any], what: Any) -> Any:
         value = expected.get(kind)
         if value is None:
             continue
-        if not (isinstance(value, str) and len(value) == digits and _is_hex(value)):
+        if not (isinstance(value, str) and len(value) == digits and set(value) <= _HEX):
             raise CorruptDataError(f"{what}: the source's {kind} record {value!r:.80} is damaged")
         return make()
     return None
 
 
-def _is_hex(text: str) -> bool:
-    try:
-        int(text, 16)
-    except ValueError:
-        return False
-    return text.isalnum()
+_HEX = set(string.hexdigits)
 
 
 def check_restored(path: Path, expected: dict[str, Any], what: Any, digest: Any = None) -> None:
@@ -137,7 +133,7 @@ def check_restored(path: Path, expected: dict[str, Any], what: Any, digest: Any 
         if digest is None:
             return
         _feed(path, digest)
-    kind = "crc32c" if isinstance(digest, Crc32c) else "sha256"
+    kind = digest.name  # ("crc32c" or hashlib's "sha256")
     if digest.hexdigest() != str(expected.get(kind)).lower():
         raise CorruptDataError(
             f"{what}: the restored file's {kind} differs from the source's; nothing was written"

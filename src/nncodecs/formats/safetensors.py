@@ -238,7 +238,7 @@ class _Behind:
         self.f, self.digest = f, digest
         self.pool = ThreadPoolExecutor(1, thread_name_prefix="nncodecs-write")
         self.pending: Future[None] | None = None
-        self.written, self.writeback = 0, Writeback(f)
+        self.writeback = Writeback(f)
 
     def _write(self, data: Any) -> None:
         view = memoryview(data).cast("B")
@@ -246,8 +246,7 @@ class _Behind:
             self.f.write(view[at : at + _PIECE])
         if self.digest is not None:
             self.digest.update(view)
-        self.written += len(view)
-        self.writeback.written(self.written)
+        self.writeback.written(self.f.tell())
 
     def write(self, data: Any) -> None:
         self.wait()
