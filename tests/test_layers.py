@@ -175,3 +175,26 @@ def test_import_zarr_loads_only_the_data_types():
     version, registered = out.split()
     if tuple(int(p) for p in version.split(".")[:2]) < (3, 2):
         assert registered == "True", "the zarr 3.1 start-up hook did not register the data types"
+
+
+def test_the_command_caps_openblas_threads_before_numpy_loads():
+    # OpenBLAS's threads spin after NumPy's import, taking CPU from the codec's threads:
+    # the command sets OPENBLAS_NUM_THREADS in main(), which only works while nothing
+    # before it (the package, the parser) has imported NumPy. A user's own setting stays.
+    code = (
+        "import os, sys\n"
+        "os.environ.pop('OPENBLAS_NUM_THREADS', None)\n"
+        "from nncodecs.cli import main\n"
+        "from nncodecs.cli.parser import build_parser\n"
+        "build_parser()\n"
+        "assert 'numpy' not in sys.modules, 'the parser imported NumPy'\n"
+        "print(main(['info', 'no-such-container']), os.environ['OPENBLAS_NUM_THREADS'])\n"
+    )
+    _, out = _imported_by(code)
+    assert out.split() == ["1", "1"]
+    result = subprocess.run(
+        [sys.executable, "-c", code.replace("os.environ.pop('OPENBLAS_NUM_THREADS', None)",
+                                            "os.environ['OPENBLAS_NUM_THREADS'] = '3'")],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.stdout.split() == ["1", "3"], result.stderr

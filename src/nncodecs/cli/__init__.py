@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import gc
 import inspect
+import os
 import sys
 from typing import Any
 
@@ -25,6 +26,10 @@ def main(argv: list[str] | None = None) -> int:
     # each): collecting after every 700 took a tenth of a decompress. A command holds
     # no cycles worth collecting that often.
     gc.set_threshold(100_000, 50, 50)
+    # NumPy's OpenBLAS starts a thread per core that spins after start-up: 0.1-0.17 s of
+    # CPU taken from the codec's threads on two cores. No command does linear algebra.
+    # (Before NumPy's first import, which no command has done yet; a user's setting stays.)
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     try:
         return args.fn(args)
     except KeyboardInterrupt:
