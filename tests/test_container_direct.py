@@ -297,3 +297,36 @@ def test_a_chunk_shape_with_an_empty_side_is_corrupt_data(tmp_path: Path) -> Non
     _tamper(target, lambda d: grid(d)["configuration"].update(chunk_shape=[0, 16]))
     with nncodecs.Reader(target) as r, pytest.raises(nncodecs.CorruptDataError):
         r.read_tensor("w")
+
+
+@pytest.mark.parametrize("suffix", [".zarr", ".zarr.zip"])
+def test_a_forged_tiny_chunk_shape_is_refused_before_its_lookups(tmp_path: Path, suffix) -> None:
+    """chunk_shape [1, 1] on a 1024 x 1024 tensor: a million chunks declared in a few
+    MiB stored. An error at once, not a million lookups through Zarr (34 s)."""
+    target = tmp_path / f"m{suffix}"
+    with nncodecs.Writer(target) as w:
+        w.add_tensor("w", _weights((1024, 1024), np.float32))
+    if suffix == ".zarr.zip":  # (forged in a directory, zipped as the Writer zips)
+        staged = tmp_path / "m.zarr"
+        with nncodecs.Reader(target) as r, nncodecs.Writer(staged) as w:
+            w.add_tensor("w", r.read_tensor("w"))
+        target.unlink()
+    else:
+        staged = target
+    grid = lambda d: d["chunk_grid"]["configuration"]  # noqa: E731
+    _tamper(staged, lambda d: grid(d["consolidated_metadata"]["metadata"]["w"]).update(
+        chunk_shape=[1, 1]))  # fmt: skip
+    node = staged / "w" / "zarr.json"
+    doc = json.loads(node.read_text())
+    grid(doc).update(chunk_shape=[1, 1])
+    node.write_text(json.dumps(doc))
+    if suffix == ".zarr.zip":
+        with zipfile.ZipFile(target, "w") as zf:
+            for f in sorted(staged.rglob("*")):
+                if f.is_file():
+                    zf.write(f, f.relative_to(staged).as_posix())
+    with nncodecs.Reader(target) as r:
+        with pytest.raises(nncodecs.CorruptDataError, match="1048576 chunks"):
+            r.read_tensor("w")
+        with pytest.raises(nncodecs.CorruptDataError):
+            r.verify()

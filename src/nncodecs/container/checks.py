@@ -23,6 +23,12 @@ _SIZE_CHECK_FROM = 64 << 20
 #: A tensor that declares more than this many times its stored bytes has its
 #: frames' own sizes checked before its output is allocated.
 _RATIO_CHECK = 64
+#: A tensor may declare up to this many chunks whatever it stores; past it, no more
+#: than its stored objects hold (a shard's chunks each), nor than its stored bytes
+#: (a stored chunk has at least one). Zarr looks up
+#: every chunk of the grid: a forged chunk shape of [1, 1] on a 1024 x 1024 tensor
+#: took 34 s of lookups before the first error.
+_FREE_CHUNKS = 1 << 16
 
 
 def check_crc(name: str, z: Any, value: Any, part: str | None = None) -> None:
@@ -40,17 +46,30 @@ def check_crc(name: str, z: Any, value: Any, part: str | None = None) -> None:
 
 
 def check_size(z: Any, store: Any) -> None:
-    """Before a large array's output is allocated: its declared size against its
-    stored chunks (a forged shape in zarr.json must not allocate gigabytes).
+    """Before an array is read: its declared chunk count, and for a large one its
+    declared size, against its stored chunks (a forged shape or chunk shape in
+    zarr.json must not allocate gigabytes, nor look up a million chunks).
 
     A declared size past _RATIO_CHECK times the stored bytes has the chunks'
     own decoded sizes read from their frames (those bytes are small, by that
     very ratio); an array recorded as fully written must have every chunk.
     """
+    chunks = [int(c) for c in z.chunks]
+    count = math.prod(-(-int(d) // max(c, 1)) for d, c in zip(z.shape, chunks, strict=True))
+    stored = None
+    if count > _FREE_CHUNKS:
+        objects, stored = storage.stored_chunks(store, z.path)
+        per = math.prod(int(s) // max(c, 1) for s, c in zip(z.shards, chunks, strict=True)) \
+            if z.shards is not None else 1  # fmt: skip
+        if count > min(stored, objects * per):
+            raise CorruptDataError(
+                f"declares {count} chunks of {chunks} in {objects} stored objects ({stored} bytes)"
+            )
     nbytes = int(z.nbytes)
     if nbytes <= _SIZE_CHECK_FROM:
         return
-    stored = storage.stored_nbytes(store, z.path)
+    if stored is None:
+        stored = storage.stored_nbytes(store, z.path)
     if nbytes <= stored * _RATIO_CHECK:
         return
     grid = storage.grid(z)

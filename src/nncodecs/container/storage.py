@@ -69,7 +69,19 @@ def parse_chunk_key(key: str, arrays: Mapping[str, Any]) -> tuple[Any, tuple[int
 
 def stored_nbytes(store: Any, path: str) -> int:
     """The bytes of an array's chunks in a store."""
-    return int(sync(store.getsize_prefix(f"{path}/c")))
+    return stored_chunks(store, path)[1]
+
+
+def stored_chunks(store: Any, path: str) -> tuple[int, int]:
+    """How many objects hold an array's chunks in a store, and their bytes (one listing)."""
+
+    async def count() -> tuple[int, int]:
+        head = f"{path}/c"  # (a 0-d array's one chunk is "c" itself)
+        keys = [k async for k in store.list_prefix(head) if k == head or k[len(head)] == "/"]
+        sizes = await asyncio.gather(*(store.getsize(key) for key in keys))
+        return len(keys), int(sum(sizes))
+
+    return sync(count())
 
 
 def stored_sizes(store: Any) -> dict[str, int]:
