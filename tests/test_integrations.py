@@ -126,3 +126,56 @@ def test_transformers_model_from_a_container_gives_the_same_outputs(
                 hashlib.sha256(back.read_bytes()).digest()
                 == hashlib.sha256(file.read_bytes()).digest()
             )
+
+
+@pytest.mark.parametrize("call", ["load_state_dict", "decompress", "compress"])
+def test_bulk_calls_pause_the_garbage_collector(tmp_path: Path, call: str) -> None:
+    """No automatic collection while a model's tensors are read or written (full
+    collections scanned torch's whole heap: 14% of a load), and the collector is back
+    on afterwards."""
+    import gc
+
+    import nncodecs
+    from nncodecs.formats import decompress
+    from nncodecs.formats.safetensors import write_safetensors
+    from nncodecs.integrations.torch import load_state_dict
+
+    tensors = {f"t{i}": np.full((8, 8), i, np.float32) for i in range(300)}
+    source = tmp_path / "m.safetensors"
+    write_safetensors(source, tensors.items())
+    compress(source, tmp_path / "m.zarr")
+    inside = {"now": False, "collections": 0}
+    read, add = nncodecs.Reader.read_tensor, nncodecs.Writer.add_tensor
+
+    def during(method: Any) -> Any:
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
+            inside["now"] = True
+            try:
+                return method(*args, **kwargs)
+            finally:
+                inside["now"] = False
+
+        return wrapped
+
+    def count(phase: str, info: dict) -> None:
+        if phase == "start" and inside["now"]:
+            inside["collections"] += 1
+
+    before = gc.get_threshold()
+    gc.set_threshold(50)  # (a collection every 50 allocations while it is on)
+    gc.callbacks.append(count)
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(nncodecs.Reader, "read_tensor", during(read))
+            mp.setattr(nncodecs.Writer, "add_tensor", during(add))
+            if call == "load_state_dict":
+                assert len(load_state_dict(tmp_path / "m.zarr")) == 300
+            elif call == "decompress":
+                decompress(tmp_path / "m.zarr", tmp_path / "back.safetensors")
+            else:
+                compress(source, tmp_path / "again.zarr")
+        assert gc.isenabled()
+    finally:
+        gc.callbacks.remove(count)
+        gc.set_threshold(*before)
+    assert inside["collections"] == 0

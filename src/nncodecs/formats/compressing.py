@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from nncodecs.container import Writer
+from nncodecs.container.gcpause import collector_paused
 from nncodecs.formats.detect import detect_format
 from nncodecs.formats.digests import hash_ahead
 from nncodecs.formats.malloc import use_one_malloc_arena
@@ -51,7 +52,11 @@ def compress(
     hash_ahead([source] if source.is_file() else sorted(source.glob("*.safetensors")))
     with open_source(source, fmt) as src:
         total, done = src.size, 0
-        with made_parents(local), Writer(target, overwrite=force, **kwargs) as w:
+        with (
+            collector_paused(),
+            made_parents(local),
+            Writer(target, overwrite=force, **kwargs) as w,
+        ):
             for name, arr in src.arrays():
                 w.add_tensor(name, arr)
                 done += int(arr.nbytes)

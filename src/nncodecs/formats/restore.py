@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from nncodecs.container import Reader
+from nncodecs.container.gcpause import collector_paused
 from nncodecs.formats.detect import EXACT_FORMATS, WRITE_FORMATS
 from nncodecs.formats.digests import check_restored
 from nncodecs.formats.gguf import restore_gguf
@@ -86,7 +87,7 @@ def decompress(
         raise ValueError(f"{out}: restored files are written to a local path, not a URL")
     out = Path(str(out).removeprefix("file://"))
     check_model_file_name(out)
-    with Reader(container) as r:
+    with collector_paused(), Reader(container) as r:
         source = r.metadata.get("source.format")
         fmt = fmt or WRITE_FORMATS.get(out.suffix.lower()) or default_format(r.metadata)
         if fmt not in WRITE_FORMATS.values():

@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from nncodecs.container import Reader, Writer
+from nncodecs.container.gcpause import collector_paused
 
 __all__ = ["load_state_dict", "save_state_dict"]
 
@@ -41,7 +42,7 @@ def save_state_dict(state_dict: dict[str, Any], path: Any, codec: str = "auto") 
 
 def load_state_dict(path: Any, device: str = "cpu") -> dict[str, Any]:
     """The state dict back, in its order, tied tensors as one tensor."""
-    with Reader(path) as r:
+    with collector_paused(), Reader(path) as r:
         tied = json.loads(r.metadata.get(_TIED, "{}"))
         order = json.loads(r.metadata.get("torch.order", "null")) or r.keys()
         out: dict[str, Any] = {}
