@@ -35,7 +35,8 @@ def read_weights(z: Any, strict: bool) -> np.ndarray | None:
     codecs = storage.inner_codecs(z)
     if codecs is None or [c["name"] for c in codecs] != [Weights.codec_id]:
         return None
-    if storage.grid(z) is None:
+    g = storage.grid(z)
+    if g is None:
         return None
     shape = tuple(int(d) for d in z.shape)
     # (memory the decoder's output cache holds where it fits: no page faults while the
@@ -51,7 +52,7 @@ def read_weights(z: Any, strict: bool) -> np.ndarray | None:
         rows, view = int(z.chunks[0]), out
     per_chunk = rows * math.prod(shape[1:])
     at = 0
-    for window in storage.chunk_windows(z, WINDOW_BYTES):
+    for window in storage.chunk_windows(z, WINDOW_BYTES, g):
         for frame in window:
             stop = min(at + rows, view.shape[0])
             part = view[at:stop]

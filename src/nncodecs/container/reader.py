@@ -201,7 +201,7 @@ class Reader:
         if kind != "dense":
             return self._read_composite(name, kind, to)
         z = self[name]
-        if z.size == 0:  # constant time and memory, whatever the declared shape
+        if math.prod(z.shape) == 0:  # constant time and memory, whatever the declared shape
             return convert(np.empty(z.shape, z.dtype), to)
         mapped = self._memory_map(name) if to == "numpy" else None
         if mapped is not None:
@@ -221,7 +221,7 @@ class Reader:
 
     def _read_array(self, name: str, z: Any) -> np.ndarray:
         """A whole array, its declared size checked against what is stored first."""
-        if z.size == 0:
+        if math.prod(z.shape) == 0:  # (zarr's z.size: a NumPy reduction, 14 us)
             return np.empty(z.shape, z.dtype)
         try:
             check_size(z, self._store)

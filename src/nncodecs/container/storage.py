@@ -267,14 +267,18 @@ def chunk_bytes(arrays: list[Any]) -> list[list[np.ndarray | None] | None]:
     return out
 
 
-def chunk_windows(z: Any, max_bytes: int) -> Iterator[list[np.ndarray | None]]:
+def chunk_windows(
+    z: Any, max_bytes: int, g: Grid | None = None
+) -> Iterator[list[np.ndarray | None]]:
     """The stored bytes of an array's chunks (laid out as :func:`chunk_bytes` reads
     them), in grid order, a window of stored objects at a time: objects covering
     about ``max_bytes`` of the array are read in one batch, so a large array
-    never has its whole stored copy in memory."""
-    g = grid(z)
-    if g is None or inner_codecs(z) is None:
-        raise ValueError(f"{z.path!r} is not laid out as nncodecs writes arrays")
+    never has its whole stored copy in memory. ``g``: its :func:`grid`, when the
+    caller has it already (and has checked :func:`inner_codecs`)."""
+    if g is None:
+        g = grid(z)
+        if g is None or inner_codecs(z) is None:
+            raise ValueError(f"{z.path!r} is not laid out as nncodecs writes arrays")
     ndim = len(z.shape)
     covers = math.prod(z.shards or z.chunks) * z.dtype.itemsize
     step = max(1, max_bytes // max(1, covers))
