@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shutil
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import ml_dtypes
 import numpy as np
@@ -330,3 +332,64 @@ def test_a_forged_tiny_chunk_shape_is_refused_before_its_lookups(tmp_path: Path,
             r.read_tensor("w")
         with pytest.raises(nncodecs.CorruptDataError):
             r.verify()
+
+
+def _forge_node(target: Path, name: str, change: Any) -> None:
+    """Apply ``change`` to a directory container's document of ``name``, and to its copy
+    in the consolidated metadata."""
+    _tamper(target, lambda d: change(d["consolidated_metadata"]["metadata"][name]))
+    node = target / name / "zarr.json"
+    doc = json.loads(node.read_text())
+    change(doc)
+    node.write_text(json.dumps(doc))
+
+
+def test_an_older_container_with_unstored_zero_shards_still_reads(tmp_path: Path) -> None:
+    """Written before the "every chunk" record, Zarr left shards of zeros unstored:
+    such a tensor has more chunks than stored objects, legitimately, and reads."""
+    target = tmp_path / "m.zarr"
+    arr = _weights((4200, 8), np.float32)
+    arr[-200:] = 0
+    with nncodecs.Writer(target, chunk_bytes=32) as w:  # (one row a chunk: 4,200 chunks)
+        w.add_tensor("emb", arr)
+    _forge_node(target, "emb", lambda d: d["attributes"]["nncodecs"].pop("chunks"))
+    shards = sorted((target / "emb" / "c").iterdir(), key=lambda p: int(p.name))
+    per = 4200 // len(shards) + (4200 % len(shards) > 0)
+    gone = [s for s in shards if int(s.name) * per >= 4000]  # (all zeros)
+    assert gone
+    for s in gone:
+        shutil.rmtree(s)
+    with nncodecs.Reader(target) as r:
+        assert r.read_tensor("emb").tobytes() == arr.tobytes()
+
+
+@pytest.mark.parametrize(
+    ("forge", "match"),
+    [
+        ("inner [1, 1]", "chunks"),  # (shards' indexes could not hold so many chunks)
+        ("inner [0, 64]", "unreadable"),  # (Zarr's parse divides by zero)
+        ("rows 10**12", "rows"),  # (the padded chunk would be 256 TB)
+    ],
+)
+def test_forged_chunk_shapes_are_corrupt_data_at_once(tmp_path: Path, forge, match) -> None:
+    target = tmp_path / "m.zarr"
+    arr = _weights((4096, 64), np.float32)
+    with nncodecs.Writer(target, chunk_bytes=1024) as w:  # (4 rows a chunk, in shards)
+        w.add_tensor("w", arr)
+        w.add_tensor("plain", arr)
+
+    def change(d: dict) -> None:
+        sharding = d["codecs"][0]["configuration"]
+        if forge == "inner [1, 1]":
+            sharding["chunk_shape"] = [1, 1]
+        elif forge == "inner [0, 64]":
+            sharding["chunk_shape"] = [0, 64]
+        else:
+            d["chunk_grid"]["configuration"]["chunk_shape"] = [10**12, 64]
+            d["codecs"] = sharding["codecs"]  # (unsharded, one padded chunk)
+
+    _forge_node(target, "w", change)
+    with nncodecs.Reader(target) as r:
+        with pytest.raises(nncodecs.CorruptDataError, match=match):
+            r.read_tensor("w")
+        assert r.read_tensor("plain").tobytes() == arr.tobytes()

@@ -26,6 +26,8 @@ __all__ = ["read_weights"]
 #: (32 MiB before: decompressing the generated 1 GiB model peaked at 154 MiB, now
 #: 134, at the same speed; a window decodes as fast as its chunks.)
 WINDOW_BYTES = 8 << 20
+#: A chunk may be larger than its tensor (Zarr pads it) up to this size.
+_PADDED_FREE = 64 << 20
 
 
 def read_weights(z: Any, strict: bool) -> np.ndarray | None:
@@ -51,6 +53,8 @@ def read_weights(z: Any, strict: bool) -> np.ndarray | None:
     else:
         rows, view = int(z.chunks[0]), out
     per_chunk = rows * math.prod(shape[1:])
+    if per_chunk * z.dtype.itemsize > max(nbytes, _PADDED_FREE):  # (never allocated: forged)
+        raise CorruptDataError(f"{z.path!r}: chunks of {rows} rows, the tensor has {shape[0]}")
     at = 0
     for window in storage.chunk_windows(z, WINDOW_BYTES, g):
         for frame in window:

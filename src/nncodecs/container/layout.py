@@ -268,7 +268,7 @@ def _array_from_doc(store: Any, path: str, doc: dict[str, Any]) -> Any:
 
     try:
         return Array(AsyncArray(metadata=_metadata(doc), store_path=StorePath(store, path)))
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, ArithmeticError) as exc:  # (Zarr's parse)
         raise CorruptDataError(f"tensor node {path!r}: unreadable metadata ({exc})") from None
 
 

@@ -229,6 +229,9 @@ class Reader:
             return z[...] if value is None else value
         except CorruptDataError as exc:
             raise self._error(name, exc) from None
+        except (ValueError, ArithmeticError) as exc:  # (Zarr's, on forged metadata or data)
+            why = CorruptDataError(f"unreadable as stored ({type(exc).__name__}: {exc})")
+            raise self._error(name, why) from None
 
     def _error(self, name: str, exc: Exception) -> CorruptDataError:
         """A CorruptDataError saying ``<container>: tensor '<name>': what``."""
@@ -255,6 +258,10 @@ class Reader:
                 f"tensor {name!r} is {self.layout(name)}: device reads take dense ones"
             )
         z = self[name]
+        try:
+            check_size(z, self._store)  # (before any chunk is looked up)
+        except CorruptDataError as exc:
+            raise self._error(name, exc) from None
         frames = chunk_frames(z)
         if frames is None:  # not the weights codec: decoded on the host, then one copy
             return host_to_device(device, self.read_tensor(name, check=True), tuple(z.shape), to)

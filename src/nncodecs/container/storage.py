@@ -69,19 +69,39 @@ def parse_chunk_key(key: str, arrays: Mapping[str, Any]) -> tuple[Any, tuple[int
 
 def stored_nbytes(store: Any, path: str) -> int:
     """The bytes of an array's chunks in a store."""
-    return stored_chunks(store, path)[1]
+    return int(sync(store.getsize_prefix(f"{path}/c")))
 
 
 def stored_chunks(store: Any, path: str) -> tuple[int, int]:
-    """How many objects hold an array's chunks in a store, and their bytes (one listing)."""
+    """How many objects hold an array's chunks in a store, and their bytes: from a
+    zip's directory or a folder's entries where the store is one (a wrapper's inner
+    store counts), else from Zarr's listing and its throttled sizes."""
+    from zarr.storage import LocalStore, ZipStore
 
-    async def count() -> tuple[int, int]:
-        head = f"{path}/c"  # (a 0-d array's one chunk is "c" itself)
-        keys = [k async for k in store.list_prefix(head) if k == head or k[len(head)] == "/"]
-        sizes = await asyncio.gather(*(store.getsize(key) for key in keys))
-        return len(keys), int(sum(sizes))
+    inner = getattr(store, "_store", store)
+    head = f"{path}/c"  # (a 0-d array's one chunk is "c" itself)
+    if isinstance(inner, ZipStore) and getattr(inner, "_zf", None) is not None:
+        sizes = [
+            i.compress_size
+            for i in inner._zf.infolist()
+            if not i.is_dir() and (i.filename == head or i.filename.startswith(f"{head}/"))
+        ]
+        return len(sizes), int(sum(sizes))
+    if isinstance(inner, LocalStore):
+        top = os.path.join(str(inner.root), *head.split("/"))
+        if os.path.isfile(top):
+            return 1, os.lstat(top).st_size
+        count = total = 0
+        for folder, _, files in os.walk(top):
+            for name in files:
+                count += 1
+                total += os.lstat(os.path.join(folder, name)).st_size
+        return count, total
 
-    return sync(count())
+    async def listed() -> int:
+        return len([k async for k in store.list_prefix(head) if k == head or k[len(head)] == "/"])
+
+    return sync(listed()), stored_nbytes(store, path)
 
 
 def stored_sizes(store: Any) -> dict[str, int]:
