@@ -88,7 +88,10 @@ def stored_chunks(store: Any, path: str) -> tuple[int, int]:
         ]
         return len(sizes), int(sum(sizes))
     if isinstance(inner, LocalStore):
-        top = os.path.join(str(inner.root), *head.split("/"))
+        root = os.path.realpath(str(inner.root))
+        top = os.path.join(root, *head.split("/"))
+        if os.path.commonpath([root, os.path.realpath(top)]) != root:  # (never outside it)
+            raise CorruptDataError(f"{path!r}: its chunks resolve outside the container")
         if os.path.isfile(top):
             return 1, os.lstat(top).st_size
         count = total = 0
