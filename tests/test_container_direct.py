@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import shutil
 import zipfile
 from pathlib import Path
@@ -393,3 +394,245 @@ def test_forged_chunk_shapes_are_corrupt_data_at_once(tmp_path: Path, forge, mat
         with pytest.raises(nncodecs.CorruptDataError, match=match):
             r.read_tensor("w")
         assert r.read_tensor("plain").tobytes() == arr.tobytes()
+
+
+@pytest.mark.parametrize("suffix", [".zarr", ".zarr.zip"])
+def test_whole_reads_of_weights_tensors_make_no_zarr_array(
+    tmp_path: Path, suffix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tensor of the weights codec is read from its document (nncodecs.container.declared):
+    Zarr's array object costs more than decoding a small tensor. Other codecs, and a slice,
+    still go through Zarr's array."""
+    target = tmp_path / f"m{suffix}"
+    _write(target)
+    made: list[str] = []
+    real = layout._array_from_doc
+
+    def counted(store: Any, path: str, doc: dict) -> Any:
+        made.append(path)
+        return real(store, path, doc)
+
+    monkeypatch.setattr(layout, "_array_from_doc", counted)
+    zarr_path = {"zstd", "zstd.small", "raw", "empty"}
+    with nncodecs.Reader(target) as r:
+        for name, arr, _ in CASES:
+            want = np.asarray(arr)
+            got = r.read_tensor(name)
+            assert got.tobytes() == want.astype(want.dtype.newbyteorder("<")).tobytes(), name
+            assert r.info(name).shape == want.shape
+        assert set(made) <= zarr_path, made
+        assert {"zstd", "raw"} <= set(made)
+        made.clear()
+        assert r["sharded"][5:9].tobytes() == CASES[3][1][5:9].tobytes()
+        assert made == ["sharded"]
+
+
+def _forge_weights(d: dict, how: str) -> None:
+    inner = d["codecs"][0]
+    if how == "codec for another dtype":
+        inner["configuration"]["dtype"] = "float16"
+    elif how == "unreadable codec setting":
+        inner["configuration"]["coder"] = "lzma"
+    elif how == "unreadable fill value":
+        d["fill_value"] = "not a number"
+    elif how == "unknown data type":
+        d["data_type"] = "float128x"
+    elif how == "shards that do not tile":
+        d["chunk_grid"]["configuration"]["chunk_shape"] = [9, 64]
+        d["codecs"] = [
+            {
+                "name": "sharding_indexed",
+                "configuration": {
+                    "chunk_shape": [4, 64],
+                    "codecs": [inner],
+                    "index_codecs": [
+                        {"name": "bytes", "configuration": {"endian": "little"}},
+                        {"name": "crc32c"},
+                    ],
+                    "index_location": "end",
+                },
+            }
+        ]
+
+
+@pytest.mark.parametrize(
+    "how",
+    [
+        "codec for another dtype",
+        "unreadable codec setting",
+        "unreadable fill value",
+        "unknown data type",
+        "shards that do not tile",
+    ],
+)
+def test_a_document_zarr_refuses_is_refused_by_whole_reads_too(tmp_path: Path, how: str) -> None:
+    """Whole reads skip Zarr's array object, not its checks: what Zarr's parser refuses
+    is a CorruptDataError naming the tensor, from read_tensor as from r[name]."""
+    target = tmp_path / "m.zarr"
+    arr = _weights((64, 64), np.float32)
+    with nncodecs.Writer(target, chunk_bytes=1024) as w:  # (16 chunks of 4 rows, unsharded)
+        w.add_tensor("w", arr)
+        w.add_tensor("plain", arr)
+    _forge_node(target, "w", lambda d: _forge_weights(d, how))
+    with nncodecs.Reader(target) as r:
+        with pytest.raises(nncodecs.CorruptDataError, match="'w'"):
+            r.read_tensor("w")
+        with pytest.raises(nncodecs.CorruptDataError, match="'w'"):
+            r["w"]
+        with pytest.raises(nncodecs.CorruptDataError, match="'w'"):
+            r.verify()
+        assert r.read_tensor("plain").tobytes() == arr.tobytes()
+
+
+def _forge_more(d: dict, how: str) -> None:
+    if how == "unsupported data type":
+        d["data_type"], d["fill_value"] = "complex64", [0.0, 0.0]
+        d["attributes"]["nncodecs"]["dtype"] = "complex64"
+        d["codecs"][0]["configuration"].pop("dtype")
+    elif how == "an extra grid setting":
+        d["chunk_grid"]["configuration"]["extra"] = 1
+    elif how == "a hex fill value":
+        d["fill_value"] = "0x7fc00000"
+    elif how == "chunk keys with dots":
+        d["chunk_key_encoding"] = {"name": "default", "configuration": {"separator": "."}}
+    elif how == "a negative shape":
+        d["shape"][0] = -64
+        d["attributes"]["nncodecs"]["shape"][0] = -64
+
+
+@pytest.mark.parametrize(
+    "how",
+    [
+        "unsupported data type",
+        "an extra grid setting",
+        "a hex fill value",
+        "chunk keys with dots",
+        "a negative shape",
+    ],
+)
+def test_reads_and_slices_refuse_a_forged_document_alike(tmp_path: Path, how: str) -> None:
+    """Found by review: every way into a tensor (whole read, slice, info, verify) refuses
+    these documents as a CorruptDataError naming the container and the tensor (the
+    dotted keys: Zarr would look up keys that are not there and read zeros), or, where
+    this Zarr's parser takes one (an extra grid setting on zarr 3.4), reads it right."""
+    target = tmp_path / "m.zarr"
+    with nncodecs.Writer(target) as w:
+        w.add_tensor("w", np.ones((64, 64), np.float32))
+    _forge_node(target, "w", lambda d: _forge_more(d, how))
+    if how == "an extra grid setting" and _zarr_reads(target / "w" / "zarr.json"):
+        with nncodecs.Reader(target) as r:  # (newer Zarr ignores it: every path reads)
+            assert r.read_tensor("w").tobytes() == np.ones((64, 64), np.float32).tobytes()
+            assert r["w"][:2].tobytes() == np.ones((2, 64), np.float32).tobytes()
+            r.verify()
+        return
+    calls = {
+        "read_tensor": lambda r: r.read_tensor("w"),
+        "slice": lambda r: r["w"][:2],
+        "verify": lambda r: r.verify(),
+    }
+    if how in ("unsupported data type", "a negative shape"):
+        calls["info"] = lambda r: r.info("w")
+    for what, call in calls.items():
+        where = re.escape(str(target))
+        with (
+            nncodecs.Reader(target) as r,
+            pytest.raises(nncodecs.CorruptDataError, match=f"{where}.*'w'"),
+        ):
+            call(r)
+            pytest.fail(what)
+
+
+def _zarr_reads(node: Path) -> bool:
+    """Whether this Zarr's own parser takes an array document."""
+    from zarr.core.metadata.v3 import ArrayV3Metadata
+
+    try:
+        ArrayV3Metadata.from_dict(json.loads(node.read_text()))
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def test_shards_that_leave_out_their_index_location_read(tmp_path: Path) -> None:
+    """``index_location`` is optional (Zarr's default: the end)."""
+    target = tmp_path / "m.zarr"
+    arr = _weights((70_000, 8), np.float32)
+    with nncodecs.Writer(target, chunk_bytes=1024) as w:
+        w.add_tensor("s", arr)
+    _forge_node(target, "s", lambda d: d["codecs"][0]["configuration"].pop("index_location"))
+    with nncodecs.Reader(target) as r:
+        assert r.read_tensor("s").tobytes() == arr.tobytes()
+        assert r["s"][5:9].tobytes() == arr[5:9].tobytes()
+        r.verify()
+
+
+@pytest.mark.parametrize("suffix", [".zarr", ".zarr.zip"])
+def test_read_pieces_gives_every_tensors_bytes_a_window_at_a_time(
+    tmp_path: Path, suffix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What decompress writes: a weights tensor a window of chunks at a time (never the
+    whole tensor in memory), any other whole; the bytes are read_tensor's."""
+    from nncodecs.container import decoding
+
+    monkeypatch.setattr(decoding, "WINDOW_BYTES", 64 << 10)
+    target = tmp_path / f"m{suffix}"
+    _write(target)
+    with nncodecs.Reader(target) as r:
+        for name, _, _ in CASES:
+            pieces = list(r.read_pieces(name))
+            whole = np.ascontiguousarray(r.read_tensor(name)).tobytes()
+            assert b"".join(p.tobytes() for p in pieces) == whole, name
+            assert all(p.dtype == np.uint8 and p.ndim == 1 for p in pieces)
+        big = list(r.read_pieces("sharded"))  # (70,000 x 20 float16: 2.7 MB in 64 KiB windows)
+        assert len(big) > 10 and max(p.nbytes for p in big) <= 2 * (64 << 10)
+        with pytest.raises(ValueError, match="coo"):
+            r.read_pieces("coo")  # (at the call, not at the first piece)
+        with pytest.raises(KeyError):
+            r.read_pieces("nope")
+
+
+def test_read_pieces_refuses_a_missing_chunk_naming_the_tensor(tmp_path: Path) -> None:
+    target = tmp_path / "m.zarr"
+    arr = _weights((64, 64), np.float32)
+    with nncodecs.Writer(target, chunk_bytes=1024) as w:  # (16 chunks of 4 rows)
+        w.add_tensor("w", arr)
+    (target / "w" / "c" / "9" / "0").unlink()
+    with (
+        nncodecs.Reader(target) as r,
+        pytest.raises(nncodecs.CorruptDataError, match=r"'w'.*missing"),
+    ):
+        b"".join(p.tobytes() for p in r.read_pieces("w"))
+
+
+def test_a_shard_index_with_chunks_swapped_is_refused(tmp_path: Path) -> None:
+    """Found by review: two entries of a shard's index swapped, its CRC32C recomputed,
+    decoded each frame intact into the other's rows (verify passed). Zarr and nncodecs
+    write a shard's chunks in order, so an index out of order is corruption."""
+    from nncodecs import _core
+
+    target = tmp_path / "m.zarr"
+    arr = _weights((70_000, 8), np.float32)
+    with nncodecs.Writer(target, chunk_bytes=1024) as w:  # (shards of 16 chunks)
+        w.add_tensor("s", arr)
+    shard = target / "s" / "c" / "1" / "0"
+    raw = bytearray(shard.read_bytes())
+    index = np.frombuffer(raw[-(16 * 16 + 4) : -4], "<u8").reshape(16, 2).copy()
+    index[[2, 3]] = index[[3, 2]]
+    body = index.tobytes()
+    raw[-(16 * 16 + 4) :] = body + int(_core.crc32c(np.frombuffer(body, np.uint8))).to_bytes(
+        4, "little"
+    )
+    shard.write_bytes(bytes(raw))
+    calls = {
+        "read_tensor": lambda r: r.read_tensor("s"),
+        "slice": lambda r: r["s"][:],
+        "verify": lambda r: r.verify(),
+        "pieces": lambda r: list(r.read_pieces("s")),
+    }
+    for what, call in calls.items():
+        with (
+            nncodecs.Reader(target) as r,
+            pytest.raises(nncodecs.CorruptDataError, match="out of order"),
+        ):
+            call(r)
+            pytest.fail(what)

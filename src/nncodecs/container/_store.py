@@ -330,13 +330,43 @@ class CheckedStore(WrapperStore):
         index = storage.shard_index(np.frombuffer(tail, np.uint8), node.grid.per)
         if index is None:
             raise CorruptDataError(f"tensor {node.name!r}: shard {key} is cut short")
-        spans = index.spans[: node.grid.inner(coords[0] if coords else 0)]
+        inner = node.grid.inner(coords[0] if coords else 0)
+        if index.crc_ok and not index.in_order(inner):
+            raise CorruptDataError(
+                f"tensor {node.name!r}: the chunk index of shard {key} is out of order"
+            )
+        spans = index.spans[:inner]
         empty = np.flatnonzero((spans == storage.EMPTY).all(axis=1))
         if empty.size:
             raise CorruptDataError(
                 f"tensor {node.name!r}: chunk {int(empty[0])} of shard {key} is missing "
                 "(its index entry is empty)"
             )
+
+    def memory_map(self, z: Any) -> np.ndarray | None:
+        """A read-only map of a raw, one-chunk array's bytes in a local file (``None``
+        where the array or the store is otherwise); CorruptDataError for a missing chunk
+        of an array recorded whole, or a chunk of another size than the array's."""
+        codecs = [c.to_dict() for c in z.metadata.codecs]
+        raw = len(codecs) == 1 and codecs[0]["name"] == "bytes"
+        if not raw or tuple(z.chunks) != tuple(max(1, d) for d in z.shape) or z.size == 0:
+            return None
+        endian = codecs[0].get("configuration", {}).get("endian", "little")
+        if z.dtype.itemsize > 1 and endian != "little":
+            return None
+        if not isinstance(self._store, LocalStore | ZipStore):
+            return None  # (an object store: read, not mapped)
+        key = f"{z.path}/{storage.single_chunk_key(z.ndim)}"
+        self.check_key(key)  # (a zip entry: its local header checked too)
+        located = self.locate(key)
+        if located is None:
+            if z.path in self.strict:
+                raise CorruptDataError(f"chunk {key} is missing")
+            return None
+        path, offset, length = located
+        if length != z.nbytes:
+            raise CorruptDataError(f"its raw chunk holds {length} bytes, its shape says {z.nbytes}")
+        return np.memmap(path, dtype=z.dtype, mode="r", offset=offset, shape=tuple(z.shape))
 
     def locate(self, key: str) -> tuple[str, int, int] | None:
         """(file, offset, length) of a key's bytes when they lie uncompressed in a

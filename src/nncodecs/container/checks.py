@@ -84,7 +84,7 @@ def check_size(z: Any, store: Any) -> None:
     grid = storage.grid(z)
     if grid is not None and grid.objects > max(stored, 1):  # (each stored object has a byte)
         raise CorruptDataError(f"declares {grid.objects} chunks in {stored} stored bytes")
-    names = [c["name"] for c in z.metadata.to_dict()["codecs"]]
+    names = [c["name"] for c in storage.codec_dicts(z)]
     chunk_nbytes = math.prod(z.chunks) * z.dtype.itemsize
     frames = chunk_frames(z, fill=False)
     if frames is None:

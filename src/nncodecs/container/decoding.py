@@ -11,6 +11,7 @@ over the codec's threads.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -20,7 +21,7 @@ from nncodecs.codecs.weights import Weights, decode_weights
 from nncodecs.container import storage
 from nncodecs.errors import CorruptDataError
 
-__all__ = ["read_weights"]
+__all__ = ["read_weights", "weights_pieces"]
 
 #: Stored objects covering about this many bytes of the array are read at once.
 #: (32 MiB before: decompressing the generated 1 GiB model peaked at 154 MiB, now
@@ -34,6 +35,42 @@ def read_weights(z: Any, strict: bool) -> np.ndarray | None:
     """The whole array ``z``, if its chunks are weights frames laid out as nncodecs
     writes them (else ``None``: read it through Zarr). A chunk never written is
     fill values, or, when ``strict`` (every chunk recorded), a CorruptDataError."""
+    plan = _plan(z)
+    if plan is None:
+        return None
+    g, shape, nbytes = plan
+    # (memory the decoder's output cache holds where it fits: no page faults while the
+    # frames decode into it, which on some machines cost more than the decoding)
+    out = _core.output_buffer(nbytes).view(z.dtype).reshape(shape)
+    if out.size:
+        view = out.reshape(1) if not shape else out
+        for _ in _windows(z, strict, g, view.shape, lambda at, stop: view[at:stop]):
+            pass
+    return out
+
+
+def weights_pieces(z: Any, strict: bool) -> Iterator[np.ndarray]:
+    """:func:`read_weights` a window of stored objects at a time: the array's bytes in
+    order, each piece a uint8 array of its own (about WINDOW_BYTES of the array), so
+    that a caller writing them out never holds the whole array. ``z`` must be laid out
+    as nncodecs writes the weights codec's arrays (a ``Declared`` is)."""
+    plan = _plan(z)
+    if plan is None:
+        raise CorruptDataError(f"{z.path!r} is not laid out as the weights codec's arrays")
+    g, shape, nbytes = plan
+    rows_shape = shape or (1,)
+    row = math.prod(rows_shape[1:]) * z.dtype.itemsize
+
+    def piece(at: int, stop: int) -> np.ndarray:
+        buf = _core.output_buffer((stop - at) * row)
+        return buf.view(z.dtype).reshape((stop - at, *rows_shape[1:]))
+
+    pieces = _windows(z, strict, g, rows_shape, piece) if nbytes else iter(())
+    return (p.reshape(-1).view(np.uint8) for p in pieces)
+
+
+def _plan(z: Any) -> tuple[storage.Grid, tuple[int, ...], int] | None:
+    """(grid, shape, bytes) of a weights array laid out as nncodecs writes them."""
     codecs = storage.inner_codecs(z)
     if codecs is None or [c["name"] for c in codecs] != [Weights.codec_id]:
         return None
@@ -41,35 +78,44 @@ def read_weights(z: Any, strict: bool) -> np.ndarray | None:
     if g is None:
         return None
     shape = tuple(int(d) for d in z.shape)
-    # (memory the decoder's output cache holds where it fits: no page faults while the
-    # frames decode into it, which on some machines cost more than the decoding)
-    nbytes = math.prod(shape) * z.dtype.itemsize
-    out = _core.output_buffer(nbytes).view(z.dtype).reshape(shape)
-    if out.size == 0:
-        return out
-    if not shape:  # one chunk, one element
-        flat = out.reshape(1)
-        rows, view = 1, flat
-    else:
-        rows, view = int(z.chunks[0]), out
-    per_chunk = rows * math.prod(shape[1:])
+    return g, shape, math.prod(shape) * z.dtype.itemsize
+
+
+def _windows(
+    z: Any,
+    strict: bool,
+    g: storage.Grid,
+    view_shape: tuple[int, ...],
+    dest: Callable[[int, int], np.ndarray],
+) -> Iterator[np.ndarray]:
+    """Decode the chunks of ``z`` (rows of ``view_shape``) into ``dest(first row, stop
+    row)`` about WINDOW_BYTES at a time (a shard's chunks too), yielding each filled
+    destination."""
+    total = view_shape[0]
+    rows = int(z.chunks[0]) if len(z.shape) else 1
+    per_chunk = rows * math.prod(view_shape[1:])
+    nbytes = math.prod(view_shape) * z.dtype.itemsize
     if per_chunk * z.dtype.itemsize > max(nbytes, _PADDED_FREE):  # (never allocated: forged)
-        raise CorruptDataError(f"{z.path!r}: chunks of {rows} rows, the tensor has {shape[0]}")
+        raise CorruptDataError(f"{z.path!r}: chunks of {rows} rows, the tensor has {total}")
     at = 0
-    for window in storage.chunk_windows(z, WINDOW_BYTES, g):
-        for frame in window:
-            stop = min(at + rows, view.shape[0])
-            part = view[at:stop]
+    step = max(1, WINDOW_BYTES // (per_chunk * z.dtype.itemsize))  # (chunks a destination)
+    windows = storage.chunk_windows(z, WINDOW_BYTES, g)
+    for group in (w[i : i + step] for w in windows for i in range(0, len(w), step)):
+        first = at
+        buf = dest(first, min(at + rows * len(group), total))
+        for frame in group:
+            end = min(at + rows, total)
+            part = buf[at - first : end - first]
             if frame is None:
                 if strict:
                     raise CorruptDataError(f"chunk {at // rows} of {z.path!r} is missing")
                 part[...] = z.fill_value
-            elif stop - at == rows:
+            elif end - at == rows:
                 decode_weights(frame, z.dtype, per_chunk, out=part.reshape(-1))
             else:  # the last chunk, padded to full size
                 full = decode_weights(frame, z.dtype, per_chunk)
                 part[...] = full[: part.size].reshape(part.shape)
-            at = stop
-    if at != view.shape[0]:
-        raise CorruptDataError(f"{z.path!r}: its chunks cover {at} of {view.shape[0]} rows")
-    return out
+            at = end
+        yield buf
+    if at != total:
+        raise CorruptDataError(f"{z.path!r}: its chunks cover {at} of {total} rows")

@@ -272,9 +272,10 @@ def _array_from_doc(store: Any, path: str, doc: dict[str, Any]) -> Any:
         raise CorruptDataError(f"tensor node {path!r}: unreadable metadata ({exc})") from None
 
 
-#: The keys of an array's zarr.json that :func:`_metadata` takes; a document with any
-#: other goes through Zarr's own parser (which refuses what it does not know).
-_DOC_KEYS = frozenset(
+#: The keys of an array's zarr.json that :func:`_metadata` (and
+#: :mod:`nncodecs.container.declared`) take; a document with any other goes through
+#: Zarr's own parser (which refuses what it does not know).
+DOC_KEYS = frozenset(
     ("zarr_format", "node_type", "shape", "data_type", "chunk_grid", "chunk_key_encoding",
      "fill_value", "codecs", "attributes", "dimension_names", "storage_transformers")
 )  # fmt: skip
@@ -286,14 +287,14 @@ def _metadata(doc: dict[str, Any]) -> Any:
     data type by trying every registered one, which cost more than the rest."""
     from zarr.core.metadata.v3 import ArrayV3Metadata
 
-    if doc.keys() - _DOC_KEYS or doc.get("zarr_format") != 3 or doc.get("node_type") != "array":
+    if doc.keys() - DOC_KEYS or doc.get("zarr_format") != 3 or doc.get("node_type") != "array":
         return ArrayV3Metadata.from_dict(dict(doc))
     dtype, codecs = (json.dumps(doc[key], sort_keys=True) for key in ("data_type", "codecs"))
     if len(dtype) + len(codecs) > _CACHED_CHARS:  # (nothing big stays cached)
         return ArrayV3Metadata.from_dict(dict(doc))
     return ArrayV3Metadata(
         shape=doc["shape"],
-        data_type=_data_type(dtype),
+        data_type=data_type(dtype),
         chunk_grid=doc["chunk_grid"],
         chunk_key_encoding=doc["chunk_key_encoding"],
         fill_value=doc["fill_value"],
@@ -309,7 +310,7 @@ def doc_dtype(doc: dict[str, Any]) -> np.dtype:
     text = json.dumps(doc["data_type"], sort_keys=True)
     if len(text) > _CACHED_CHARS:
         raise ValueError(f"a data type of {len(text)} characters")
-    return _data_type(text).to_native_dtype()
+    return data_type(text).to_native_dtype()
 
 
 #: JSON of data types and codec lists up to this size is parsed once and kept.
@@ -317,7 +318,8 @@ _CACHED_CHARS = 4096
 
 
 @functools.lru_cache(maxsize=256)
-def _data_type(text: str) -> Any:
+def data_type(text: str) -> Any:
+    """Zarr's data type of its JSON (``text``: sorted-key ``json.dumps``)."""
     from zarr.core.dtype import get_data_type_from_json
 
     return get_data_type_from_json(json.loads(text), zarr_format=3)

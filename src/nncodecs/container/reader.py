@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any, Self
 
 import numpy as np
@@ -14,7 +17,8 @@ from nncodecs.container._store import CheckedStore, Strict, describe_target, ope
 from nncodecs.container.arrays import convert
 from nncodecs.container.checks import check_crc, check_size, chunk_frames
 from nncodecs.container.composite import assemble
-from nncodecs.container.decoding import read_weights
+from nncodecs.container.declared import Declared, codec_label, declared
+from nncodecs.container.decoding import read_weights, weights_pieces
 from nncodecs.container.names import escape
 from nncodecs.dtypes import dtype_name
 from nncodecs.errors import CorruptDataError
@@ -64,17 +68,35 @@ class Reader:
         # each tensor is checked at its first use (a model of thousands opens at once)
         self._damaged: dict[str, str] = {}
         self._checked: set[str] = set()
+        self._declared: dict[str, Declared | None] = {}
+
+    def _declared_of(self, name: str) -> Declared | None:
+        """A dense weights tensor's array as its document declares it (see
+        :mod:`nncodecs.container.declared`): ``None`` where Zarr's array serves."""
+        if name not in self._declared:
+            member = self._entries[name]
+            found = None
+            if member.layout == "dense" and member.doc is not None:
+                try:
+                    found = declared(self._store, escape(name), member.doc)
+                except CorruptDataError as exc:
+                    raise self._error(name, exc) from None
+            self._declared[name] = found
+        return self._declared[name]
 
     def _check_member(self, name: str) -> None:
         """Whether a tensor's Zarr metadata contradicts its records, and the arrays
         whose every chunk is recorded (for the store's checks)."""
         member = self._entries[name]
-        for z, zattrs in member.arrays:
+        own = self._declared_of(name)
+        for z, zattrs in member.arrays if own is None else [(own, member.attrs)]:
             problem = layout.shape_problem(z, zattrs)
             if problem is not None and name not in self._damaged:
-                part = "" if z is member.node else f" ({z.basename})"
+                part = "" if member.layout == "dense" else f" ({z.basename})"
                 self._damaged[name] = f"tensor {name!r}{part}: {problem}"
             if isinstance(zattrs, dict) and zattrs.get("chunks") == layout.CHUNKS_ALL:
+                if not storage.default_keys(z) and name not in self._damaged:
+                    self._damaged[name] = f"tensor {name!r}: {_KEYS}"
                 grid = storage.grid(z)
                 if grid is not None:
                     self._store.strict[z.path] = Strict(name, grid)
@@ -94,6 +116,15 @@ class Reader:
         return iter(self._order)
 
     def __getitem__(self, name: str) -> Any:
+        self._check(name)
+        try:
+            return self._entries[name].node
+        except CorruptDataError as exc:  # (Zarr's parser refused its document)
+            raise self._error(name, exc) from None
+
+    def _check(self, name: str) -> None:
+        """KeyError for a name not in the container; CorruptDataError for a tensor whose
+        metadata contradicts its records (checked on first use)."""
         if name not in self._entries:
             raise KeyError(f"no tensor {name!r} in the container ({len(self)} tensors)")
         if name not in self._checked:
@@ -103,11 +134,10 @@ class Reader:
                 raise self._error(name, exc) from None
         if name in self._damaged:
             raise CorruptDataError(f"{self._where}: {self._damaged[name]}")
-        return self._entries[name].node
 
     def layout(self, name: str) -> str:
         """``dense``, ``csr``, ``csc``, ``coo``, ``mxfp4`` or ``nvfp4``."""
-        self[name]
+        self._check(name)
         return self._entries[name].layout
 
     def _stored(self, path: str) -> int:
@@ -118,33 +148,26 @@ class Reader:
 
     def info(self, name: str) -> TensorInfo:
         member = self._entries.get(name)
-        if member is not None and member.doc is not None and name not in self._checked:
+        if member is not None and member.doc is not None:
             return self._info_from_doc(name, member)  # (no Zarr array made: a model's
             # thousands of tensors listed at once)
         self[name]  # KeyError naming the tensor
         member = self._entries[name]
-        if member.layout != "dense":
+        if member.layout == "dense":
+            parts = {"": member.node}
+            main, shape = member.node, member.node.shape
+        else:
             parts = dict(member.node.arrays())
             main = parts.get("data", parts.get("blocks"))
             shape = member.attrs.get("shape", main.shape)
-            return TensorInfo(
-                name=name,
-                dtype=dtype_name(main.dtype),
-                shape=tuple(shape),
-                layout=member.layout,
-                stored_bytes=sum(self._stored(a.path) for a in parts.values()),
-                nbytes=sum(int(a.nbytes) for a in parts.values()),
-                codec=_codec_names(main.metadata.codecs),
-            )
-        z = member.node
         return TensorInfo(
             name=name,
-            dtype=dtype_name(z.dtype),
-            shape=tuple(z.shape),
-            layout="dense",
-            stored_bytes=self._stored(z.path),
-            nbytes=int(z.nbytes),
-            codec=_codec_names(z.metadata.codecs),
+            dtype=dtype_name(main.dtype),
+            shape=tuple(shape),
+            layout=member.layout,
+            stored_bytes=sum(self._stored(a.path) for a in parts.values()),
+            nbytes=sum(int(a.nbytes) for a in parts.values()),
+            codec=codec_label(main.metadata.codecs),
         )
 
     def _info_from_doc(self, name: str, member: layout.Member) -> TensorInfo:
@@ -152,17 +175,20 @@ class Reader:
         as a first use checks it."""
         doc = member.doc
         try:
-            shape = tuple(int(d) for d in doc["shape"])
+            shape = tuple(doc["shape"])
+            if not all(type(d) is int and d >= 0 for d in shape):
+                raise ValueError(f"shape {list(shape)}")
             dtype = layout.doc_dtype(doc)
-            codec = _codec_names(doc["codecs"])
+            kind = dtype_name(dtype)
+            codec = codec_label(doc["codecs"])
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise self._error(name, CorruptDataError(f"unreadable metadata ({exc})")) from None
-        problem = layout.shape_problem(_Declared(shape, dtype), member.attrs)
+        problem = layout.shape_problem(SimpleNamespace(shape=shape, dtype=dtype), member.attrs)
         if problem is not None:
             raise CorruptDataError(f"{self._where}: tensor {name!r}: {problem}")
         return TensorInfo(
             name=name,
-            dtype=dtype_name(dtype),
+            dtype=kind,
             shape=shape,
             layout="dense",
             stored_bytes=self._stored(escape(name)),
@@ -197,6 +223,12 @@ class Reader:
         """
         if device != "cpu":
             return self._read_on_device(name, to, device)
+        self._check(name)
+        own = self._declared_of(name)
+        if own is not None:  # (no Zarr array made: the weights codec's frames, read here)
+            value = self._read_array(name, own)
+            self._check_crc(name, own, value)
+            return convert(value, to, owned=True)
         kind = self.layout(name)
         if kind != "dense":
             return self._read_composite(name, kind, to)
@@ -223,15 +255,41 @@ class Reader:
         """A whole array, its declared size checked against what is stored first."""
         if math.prod(z.shape) == 0:  # (zarr's z.size: a NumPy reduction, 14 us)
             return np.empty(z.shape, z.dtype)
-        try:
+        with self._as_corrupt(name):
             check_size(z, self._store)
             value = read_weights(z, z.path in self._store.strict)
             return z[...] if value is None else value
+
+    @contextlib.contextmanager
+    def _as_corrupt(self, name: str) -> Iterator[None]:
+        """Errors of reading a tensor as CorruptDataError naming it and the container."""
+        try:
+            yield
         except CorruptDataError as exc:
             raise self._error(name, exc) from None
         except (ValueError, ArithmeticError) as exc:  # (Zarr's, on forged metadata or data)
             why = CorruptDataError(f"unreadable as stored ({type(exc).__name__}: {exc})")
             raise self._error(name, why) from None
+
+    def read_pieces(self, name: str) -> Iterator[np.ndarray]:
+        """A dense tensor's bytes in order, as uint8 arrays, checked as ``read_tensor(name,
+        check=True)`` checks them: a weights tensor's a window of chunks at a time as
+        they are asked for (so a model written out never holds a whole tensor), any
+        other's whole, read here."""
+        if self.layout(name) != "dense":
+            raise ValueError(f"tensor {name!r} is {self.layout(name)}, not dense")
+        own = self._declared_of(name)
+        record = own.attrs.get(layout.ATTRS_KEY) if own is not None else None
+        if own is None or not isinstance(record, dict) or "crc32c" in record:
+            whole = self.read_tensor(name, check=True)
+            return iter([np.ascontiguousarray(whole).reshape(-1).view(np.uint8)])
+        return self._pieces(name, own)
+
+    def _pieces(self, name: str, own: Declared) -> Iterator[np.ndarray]:
+        with self._as_corrupt(name):
+            if math.prod(own.shape):
+                check_size(own, self._store)
+            yield from weights_pieces(own, own.path in self._store.strict)
 
     def _error(self, name: str, exc: Exception) -> CorruptDataError:
         """A CorruptDataError saying ``<container>: tensor '<name>': what``."""
@@ -282,33 +340,8 @@ class Reader:
 
     def _memory_map(self, name: str) -> np.ndarray | None:
         """A read-only map of a raw, one-chunk tensor's bytes, where the store allows."""
-        z = self[name]
-        codecs = [c.to_dict() for c in z.metadata.codecs]
-        raw = len(codecs) == 1 and codecs[0]["name"] == "bytes"
-        if not raw or tuple(z.chunks) != tuple(max(1, d) for d in z.shape) or z.size == 0:
-            return None
-        endian = codecs[0].get("configuration", {}).get("endian", "little")
-        if z.dtype.itemsize > 1 and endian != "little":
-            return None
-        from zarr.storage import LocalStore, ZipStore
-
-        if not isinstance(self._base, LocalStore | ZipStore):
-            return None  # (an object store: read, not mapped)
-        key = f"{z.path}/{storage.single_chunk_key(z.ndim)}"
-        try:
-            self._store.check_key(key)  # (a zip entry: its local header checked too)
-            located = self._store.locate(key)
-        except CorruptDataError as exc:
-            raise self._error(name, exc) from None
-        if located is None:
-            if z.path in self._store.strict:
-                raise self._error(name, CorruptDataError(f"chunk {key} is missing"))
-            return None
-        path, offset, length = located
-        if length != z.nbytes:
-            raise self._error(name, CorruptDataError(
-                f"its raw chunk holds {length} bytes, its shape says {z.nbytes}"))  # fmt: skip
-        return np.memmap(path, dtype=z.dtype, mode="r", offset=offset, shape=tuple(z.shape))
+        with self._as_corrupt(name):
+            return self._store.memory_map(self[name])
 
     def read_into(self, name: str, out: np.ndarray) -> np.ndarray:
         """Read a dense tensor into ``out`` (same shape and dtype)."""
@@ -347,22 +380,5 @@ class Reader:
         self.close()
 
 
-@dataclass(frozen=True)
-class _Declared:
-    """What an array document declares, as :func:`layout.shape_problem` reads it."""
-
-    shape: tuple[int, ...]
-    dtype: np.dtype
-
-
-def _codec_names(codecs: Any) -> str:
-    """The codecs of an array (``z.metadata.codecs``, or a document's list), naming what
-    is inside shards."""
-    names = []
-    for c in (c if isinstance(c, dict) else c.to_dict() for c in codecs):
-        if c["name"] == "sharding_indexed":
-            inner = "+".join(i["name"] for i in c["configuration"]["codecs"])
-            names.append(f"sharding_indexed({inner})")
-        else:
-            names.append(c["name"])
-    return "+".join(names)
+#: (with other keys than nncodecs writes, the checks could not see chunks Zarr misses)
+_KEYS = "its chunk key encoding is not Zarr's default, which nncodecs writes"

@@ -28,6 +28,7 @@ __all__ = [
     "ShardIndex",
     "chunk_bytes",
     "chunk_windows",
+    "codec_dicts",
     "exist_many",
     "get_many",
     "grid",
@@ -38,6 +39,7 @@ __all__ = [
     "set_many",
     "shard_index",
     "single_chunk_key",
+    "store_of",
     "stored_nbytes",
     "stored_sizes",
 ]
@@ -204,6 +206,19 @@ class ShardIndex:
     crc_ok: bool  # the index matches its CRC32C
     body: int  # the bytes before the index (where the chunks must lie)
 
+    def in_order(self, count: int) -> bool:
+        """Whether the first ``count`` chunks lie in order, none over another (as Zarr and
+        nncodecs write them): entries swapped or repeated under a recomputed CRC32C would
+        otherwise decode, each frame intact, into the wrong rows."""
+        end = 0
+        for offset, length in self.spans[:count].tolist():
+            if offset == length == EMPTY:
+                continue
+            if offset < end:
+                return False
+            end = offset + length
+        return True
+
 
 def shard_index(tail: np.ndarray, per: int) -> ShardIndex | None:
     """The index of a shard (``tail``: the shard, or its last bytes); ``None``
@@ -220,14 +235,38 @@ def shard_index(tail: np.ndarray, per: int) -> ShardIndex | None:
 def inner_codecs(z: Any) -> list[dict] | None:
     """The codecs of each chunk (inside its shard, if sharded); ``None`` for
     shards whose index is laid out otherwise than at the end, CRC32C-checked."""
-    codecs = [c.to_dict() for c in z.metadata.codecs]  # (not the whole metadata's: slow)
+    codecs = codec_dicts(z)
     if not (len(codecs) == 1 and codecs[0]["name"] == "sharding_indexed"):
         return codecs
     config = codecs[0]["configuration"]
     index = [c["name"] for c in config["index_codecs"]]
-    if config["index_location"] != "end" or index != ["bytes", "crc32c"]:
+    if config.get("index_location", "end") != "end" or index != ["bytes", "crc32c"]:
         return None
     return list(config["codecs"])
+
+
+def codec_dicts(z: Any) -> list[dict]:
+    """The JSON of an array's codecs. ``z``: a Zarr array, or an array as its document
+    declares it (:class:`nncodecs.container.declared.Declared`: no ``store_path``)."""
+    if not hasattr(z, "store_path"):
+        return z.codec_dicts
+    return [c.to_dict() for c in z.metadata.codecs]  # (not the whole metadata's: slow)
+
+
+def store_of(z: Any) -> Any:
+    """The store an array's chunks are read from (``z`` as for :func:`codec_dicts`)."""
+    return z.store_path.store if hasattr(z, "store_path") else z.store
+
+
+def default_keys(z: Any) -> bool:
+    """Whether an array's chunk keys are Zarr v3's default (``<array>/c/<i>/<j>``), the
+    keys :func:`parse_chunk_key` knows (``z`` as for :func:`codec_dicts`)."""
+    if not hasattr(z, "store_path"):
+        return True  # (a Declared is only made of such documents)
+    return z.metadata.chunk_key_encoding.to_dict() == {
+        "name": "default",
+        "configuration": {"separator": "/"},
+    }
 
 
 # -- batched reads and writes -----------------------------------------------------------
@@ -273,7 +312,7 @@ def chunk_bytes(arrays: list[Any]) -> list[list[np.ndarray | None] | None]:
         plans.append((z, g))
         ndim = len(z.shape)
         keys += [_chunk_key(z, (i, *[0] * (ndim - 1)) if ndim else ()) for i in range(g.objects)]
-    buffers = iter(read_many(arrays[0].store_path.store, keys) if keys else [])
+    buffers = iter(read_many(store_of(arrays[0]), keys) if keys else [])
     out: list[list[np.ndarray | None] | None] = []
     for plan in plans:
         if plan is None:
@@ -305,7 +344,7 @@ def chunk_windows(
     ndim = len(z.shape)
     covers = math.prod(z.shards or z.chunks) * z.dtype.itemsize
     step = max(1, max_bytes // max(1, covers))
-    store = z.store_path.store
+    store = store_of(z)
     for first in range(0, g.objects, step):
         objects = range(first, min(g.objects, first + step))
         keys = [_chunk_key(z, (i, *[0] * (ndim - 1)) if ndim else ()) for i in objects]
@@ -323,6 +362,8 @@ def chunk_windows(
 
 
 def _chunk_key(z: Any, coords: tuple[int, ...]) -> str:
+    if not hasattr(z, "store_path"):
+        return z.chunk_key(coords)
     prefix, key = z.store_path.path, z.metadata.encode_chunk_key(coords)
     return f"{prefix}/{key}" if prefix else key
 
@@ -338,6 +379,8 @@ def _shard_chunks(z: Any, s: int, g: Grid, raw: np.ndarray | None) -> list[np.nd
     index = shard_index(raw, g.per)
     if index is None or not index.crc_ok:
         raise CorruptDataError(f"shard {s} of {z.path!r}: its chunk index fails its CRC32C")
+    if not index.in_order(inner):
+        raise CorruptDataError(f"shard {s} of {z.path!r}: its chunk index is out of order")
     chunks: list[np.ndarray | None] = []
     for offset, length in index.spans[:inner].tolist():
         if offset == length == EMPTY:
