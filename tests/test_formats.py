@@ -304,3 +304,28 @@ def test_a_source_changed_while_it_compresses_is_refused(tmp_path: Path) -> None
         file_digests(path)
     hash_ahead([path])  # unchanged: the result computed ahead
     assert file_digests(path) == {"crc32c": f"{_core.crc32c(b'y' * 100_001):08x}"}
+
+
+def test_a_file_record_without_its_exact_header_still_restores(tmp_path: Path) -> None:
+    """Found by review: a record without ``exact`` (a header built from the tensors)
+    must take whole tensors, not the pieces a kept header streams."""
+    from nncodecs.formats import compress, decompress, read_safetensors, write_safetensors
+
+    src = tmp_path / "m.safetensors"
+    tensors = {"a": np.arange(12, dtype=np.float32).reshape(3, 4), "b": np.ones(5, np.int64)}
+    write_safetensors(src, tensors.items())
+    target = tmp_path / "m.zarr"
+    compress(src, target)
+    root = json.loads((target / "zarr.json").read_text())
+    meta = root["attributes"]["nncodecs"]["metadata"]
+    records = json.loads(meta["source.files"])
+    for rec in records:
+        rec.pop("exact", None)
+    meta["source.files"] = json.dumps(records)
+    (target / "zarr.json").write_text(json.dumps(root))
+    out = tmp_path / "back.safetensors"
+    decompress(target, out)
+    back = read_safetensors(out)
+    assert set(back) == set(tensors)
+    for name, arr in tensors.items():
+        assert back[name].tobytes() == arr.tobytes()

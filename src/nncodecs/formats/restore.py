@@ -79,8 +79,9 @@ def decompress(
 
     The output is written under a temporary name and appears at ``out`` only
     once complete and checked; an existing ``out`` is refused unless
-    ``force``. Tensors stream one at a time into the file (npz excepted:
-    NumPy writes it from a dict of every tensor).
+    ``force``. Tensors stream one at a time into the file, those of the weights
+    codec into a safetensors file a piece at a time (npz excepted: NumPy writes it
+    from a dict of every tensor).
     """
     use_one_malloc_arena()
     if is_url(str(out)):

@@ -177,7 +177,9 @@ def write_safetensors(
     digest: Any = None,
 ) -> None:
     """Write ``(name, array)`` pairs as a safetensors file (every byte also fed to
-    ``digest``, a ``hashlib`` object, when given: no second read to check it).
+    ``digest``, a ``hashlib`` object, when given: no second read to check it). An
+    ``array`` may also be an object with ``nbytes`` and ``pieces()``, an iterator of
+    its bytes in order (:class:`nncodecs.formats.source.Pieces`), with ``header_bytes``.
 
     With ``header_bytes`` (a header read by :class:`SafetensorsFile`, or made
     by :func:`safetensors_header`) the tensors stream into the file one by
@@ -203,19 +205,27 @@ def write_safetensors(
                 if not isinstance(info, dict):
                     raise ValueError(f"{path}: tensor {name!r} is not in the header")
                 begin, end = info["data_offsets"]
-                data = raw_bytes(arr)
-                if data.nbytes != end - begin:
+                parts = getattr(arr, "pieces", None)  # (pieces of it, read as written)
+                parts = parts() if parts is not None else [raw_bytes(arr)]
+                nbytes = int(arr.nbytes)
+                if nbytes != end - begin:
                     raise ValueError(
-                        f"{path}: tensor {name!r} has {data.nbytes} bytes, not {end - begin}"
+                        f"{path}: tensor {name!r} has {nbytes} bytes, not {end - begin}"
                     )
                 if begin != at:  # written in order, no holes: no sparse giant file
                     raise ValueError(
                         f"{path}: tensor {name!r} at offset {begin}, expected {at} "
                         "(tensors are written back to back, in the header's order)"
                     )
-                out.write(data)
-                at += data.nbytes
-                del data, arr  # the next tensor may be read before this loop's names rebind
+                for data in parts:
+                    out.write(data)
+                    at += memoryview(data).nbytes
+                    del data  # (the next piece may be read before the loop's name rebinds)
+                if at != end:
+                    raise ValueError(
+                        f"{path}: tensor {name!r} gave {at - begin} bytes, not {nbytes}"
+                    )
+                del parts, arr  # the next tensor may be read before this loop's names rebind
         finally:
             out.close()
         ends = [v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"]

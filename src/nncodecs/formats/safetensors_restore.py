@@ -63,7 +63,7 @@ def _check_header(r: Any, rec: dict[str, Any], where: str) -> None:
         at = 0
         for t in rec["tensors"]:
             begin, end = header[t]["data_offsets"]
-            if begin != at or end - begin != r[t].nbytes:
+            if begin != at or end - begin != r.info(t).nbytes:
                 raise ValueError(f"tensor {t!r} at {begin}..{end}, expected at {at}")
             at = end
     except (KeyError, TypeError, ValueError) as exc:
@@ -80,7 +80,8 @@ def restore_safetensors(
     if records is None:  # a header from the tensors' infos, so that they stream
         infos = [r.info(name) for name in r]
         header = safetensors_header((i.name, normalize_dtype(i.dtype), i.shape) for i in infos)
-        write_safetensors(tmp, stream_tensors(r, r.keys(), progress), header_bytes=header)
+        tensors = stream_tensors(r, r.keys(), progress, pieces=True)
+        write_safetensors(tmp, tensors, header_bytes=header)
         return
     directory = r.metadata.get("source.layout") == "directory"
     if directory and "source.index" in r.metadata:
@@ -96,7 +97,7 @@ def restore_safetensors(
             digest = restore_hash(rec, rec["file"]) if header is not None else None
             write_safetensors(
                 path,
-                stream_tensors(r, rec["tensors"], progress),
+                stream_tensors(r, rec["tensors"], progress, pieces=header is not None),
                 header_bytes=header,
                 digest=digest,
             )

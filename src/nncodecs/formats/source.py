@@ -25,6 +25,7 @@ from nncodecs.formats.digests import file_digests
 
 __all__ = [
     "FileRows",
+    "Pieces",
     "Progress",
     "Source",
     "Tensor",
@@ -137,17 +138,37 @@ class Source:
         }
 
 
+@dataclass(frozen=True)
+class Pieces:
+    """A container's dense tensor as the pieces of its bytes, each read as it is asked
+    for (:meth:`nncodecs.Reader.read_pieces`): what a writer of raw bytes takes instead
+    of the whole tensor."""
+
+    reader: Any
+    name: str
+    nbytes: int
+
+    def pieces(self) -> Iterator[np.ndarray]:
+        return self.reader.read_pieces(self.name)
+
+
 def stream_tensors(
-    r: Any, names: list[str], progress: Progress | None
+    r: Any, names: list[str], progress: Progress | None, pieces: bool = False
 ) -> Iterator[tuple[str, Any]]:
     """A container's tensors ``names`` (a :class:`nncodecs.Reader` ``r``), each read with its
-    checksums checked and dropped before the next is read: one tensor at a time."""
-    total = sum(r.info(n).nbytes for n in r) or 1
+    checksums checked and dropped before the next is read: one tensor at a time.
+    ``pieces``: dense tensors come as :class:`Pieces` (a window of chunks at a time)."""
+    sizes = {n: r.info(n).nbytes for n in r}
+    total = sum(sizes.values()) or 1
     done = 0
     for name in names:
-        arr = r.read_tensor(name, check=True)
-        done += arr.nbytes
-        if progress:
-            progress(min(done, total), total)
+        if pieces and r.layout(name) == "dense":
+            arr = Pieces(r, name, sizes[name])
+        else:
+            arr = r.read_tensor(name, check=True)
+        nbytes = arr.nbytes
         yield name, arr
         del arr  # before the next one is read: one tensor at a time
+        done += nbytes
+        if progress:  # (once the caller is done with it: pieces are read as written)
+            progress(min(done, total), total)
