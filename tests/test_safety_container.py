@@ -194,6 +194,34 @@ def test_an_error_in_the_with_block_leaves_the_last_commit(name: str, tmp_path: 
     assert sorted(p.name for p in tmp_path.iterdir()) == [name]
 
 
+@pytest.mark.parametrize("name", ["m.zarr", "m.zarr.zip"])
+@pytest.mark.parametrize("ending", ["close", "abandon"])
+def test_an_interrupt_while_the_writer_stops_still_releases_the_lock(
+    name: str, ending: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Ctrl-C landing while close() (after its commit) or abandon() waits for the writing
+    # thread: the lock and every temporary go all the same (a CLI run interrupted as it
+    # finished had left the lock file behind).
+    target = tmp_path / name
+    w = Writer(target)
+    w.add_tensor("a", np.arange(6, dtype=np.float32))
+    stop = w._stop_thread
+
+    def interrupted() -> None:
+        stop()
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(w, "_stop_thread", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        getattr(w, ending)()
+    assert beside(target) == []
+    if ending == "close":  # committed before the interrupt: complete
+        with Reader(target) as r:
+            assert r.read_tensor("a").tolist() == list(range(6))
+    else:
+        assert not target.exists()
+
+
 # -- one writer at a time ----------------------------------------------------------------
 
 

@@ -365,8 +365,10 @@ class Writer:
             self.abandon()
             raise
         self._closed = True
-        self._stop_thread()
-        self._output.close()
+        try:  # (an interrupt while the thread stops: the lock is released all the same)
+            self._stop_thread()
+        finally:
+            self._output.close()
 
     def abandon(self) -> None:
         """Close without committing what :meth:`flush` has not: the target stays as the
@@ -375,8 +377,10 @@ class Writer:
             return
         self._closed = True
         self._queue, self._queue_docs, self._queue_bytes = {}, {}, 0
-        self._stop_thread()
-        self._output.abandon()
+        try:
+            self._stop_thread()
+        finally:
+            self._output.abandon()
 
     def __enter__(self) -> Self:
         return self
