@@ -63,6 +63,22 @@ def test_merge_convert_and_quiet(tmp_path: Path) -> None:
         assert ab["x"].tolist() == [0, 1, 2, 3, 4] and ab["y"].tolist() == [1, 1, 1]
 
 
+def test_sparse_and_quantized_tensors_are_refused_by_name_not_densified(tmp_path: Path) -> None:
+    from nncodecs import Writer
+
+    with Writer(tmp_path / "sp.zarr") as w:
+        w.add_tensor("dense", np.arange(6, dtype=np.float32))
+        w.add_sparse_csr("s", np.array([1.0, 2.0], np.float32), np.array([0, 2]),
+                         np.array([0, 1, 2]), (2, 3))  # fmt: skip
+        w.add_quantized("q", np.zeros((4, 16), np.uint8), np.full((4, 1), 127, np.uint8), "mxfp4")
+    for out in ("sp.safetensors", "sp.npz"):
+        r = run("decompress", "sp.zarr", "-o", out, cwd=tmp_path)
+        assert r.returncode == 1 and r.stderr.count("\n") == 1, r.stderr
+        assert "tensor 's' is csr (and 1 more)" in r.stderr and "dense tensors only" in r.stderr
+        assert not (tmp_path / out).exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sp.zarr"]
+
+
 def test_errors_are_one_line_with_an_exit_code(model: Path, tmp_path: Path) -> None:
     r = run("compress", "missing.safetensors", cwd=tmp_path)
     assert r.returncode == 1

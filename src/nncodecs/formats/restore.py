@@ -95,6 +95,8 @@ def decompress(
             raise ValueError(f"cannot write {fmt!r}: choose {', '.join(WRITE_FORMATS.values())}")
         if fmt == "gguf" and (source != "gguf" or "source.gguf.ranges" not in r.metadata):
             raise ValueError("only a container made from a GGUF file can be written as GGUF")
+        if fmt != "gguf":
+            _check_dense(r, fmt)
         own = fmt == source and fmt in EXACT_FORMATS and "source.files" in r.metadata
         records = file_records(r, str(container)) if own and fmt == "safetensors" else None
         directory = records is not None and r.metadata.get("source.layout") == "directory"
@@ -110,3 +112,19 @@ def decompress(
             else:
                 write_npz(tmp, stream_tensors(r, r.keys(), progress))
     return fmt
+
+
+def _check_dense(r: Reader, fmt: str) -> None:
+    """A sparse or quantized tensor (stored as its parts) has no place in a safetensors or
+    npz file: refused by name before any output exists, never densified behind the user's
+    back (a sparse matrix may not fit in memory dense; FP4 blocks dequantized are not
+    the stored values)."""
+    layouts = {name: r.layout(name) for name in r}
+    other = {name: layout for name, layout in layouts.items() if layout != "dense"}
+    if other:
+        name, layout = next(iter(other.items()))
+        more = f" (and {len(other) - 1} more)" if len(other) > 1 else ""
+        raise ValueError(
+            f"tensor {name!r} is {layout}{more}: {fmt} holds dense tensors only; "
+            "read its parts with nncodecs.Reader(...).read_tensor"
+        )
