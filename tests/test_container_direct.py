@@ -277,6 +277,28 @@ def test_a_closed_reader_reads_nothing_of_another_file(tmp_path: Path) -> None:
         assert again.read_tensor("w").tobytes() == first.tobytes()
 
 
+@pytest.mark.parametrize("name", ["m.zarr", "m.zarr.zip"])
+def test_a_closed_reader_says_closed_never_corrupt(name: str, tmp_path: Path) -> None:
+    # (a zip Reader's reads after close() had said "unreadable as stored", a
+    # CorruptDataError, and a directory Reader's still read)
+    target = tmp_path / name
+    with nncodecs.Writer(target) as w:
+        w.add_tensor("w", _weights((300, 100), np.float32))
+    r = nncodecs.Reader(target)
+    r.close()
+    reads = {
+        "read_tensor": lambda: r.read_tensor("w"),
+        "read_pieces": lambda: r.read_pieces("w"),
+        "getitem": lambda: r["w"],
+        "info": lambda: r.info("w"),
+        "verify": r.verify,
+    }
+    for what, read in reads.items():
+        with pytest.raises(ValueError, match="the container is closed") as caught:
+            read()
+        assert not isinstance(caught.value, nncodecs.CorruptDataError), what
+
+
 def test_a_name_its_local_header_cannot_encode_is_corrupt_data(tmp_path: Path) -> None:
     target = tmp_path / "m.zarr.zip"
     with nncodecs.Writer(target) as w:

@@ -53,6 +53,7 @@ class Reader:
     ) -> None:
         if threads is not None:
             set_threads(threads)
+        self._closed = False
         self._base, self._owned = open_store(target, "r", storage_options)
         self._sizes: dict[str, int] | None = None
         self._where = describe_target(target)
@@ -124,7 +125,8 @@ class Reader:
 
     def _check(self, name: str) -> None:
         """KeyError for a name not in the container; CorruptDataError for a tensor whose
-        metadata contradicts its records (checked on first use)."""
+        metadata contradicts its records (checked on first use); ValueError once closed."""
+        self._check_open()
         if name not in self._entries:
             raise KeyError(f"no tensor {name!r} in the container ({len(self)} tensors)")
         if name not in self._checked:
@@ -146,7 +148,12 @@ class Reader:
             self._sizes = storage.stored_sizes(self._base)
         return self._sizes.get(path, 0)
 
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ValueError(f"{self._where}: the container is closed")
+
     def info(self, name: str) -> TensorInfo:
+        self._check_open()
         member = self._entries.get(name)
         if member is not None and member.doc is not None:
             return self._info_from_doc(name, member)  # (no Zarr array made: a model's
@@ -367,6 +374,7 @@ class Reader:
             self.read_tensor(name, check=True)
 
     def close(self) -> None:
+        self._closed = True
         store = getattr(self, "_store", None)  # (absent when opening failed early)
         if store is not None:
             store.close_files()
