@@ -285,6 +285,7 @@ def test_a_closed_reader_says_closed_never_corrupt(name: str, tmp_path: Path) ->
     with nncodecs.Writer(target) as w:
         w.add_tensor("w", _weights((300, 100), np.float32))
     r = nncodecs.Reader(target)
+    array, pieces, lazy = r["w"], r.read_pieces("w"), r.to_dask("w")  # (made before close)
     r.close()
     reads = {
         "read_tensor": lambda: r.read_tensor("w"),
@@ -292,6 +293,9 @@ def test_a_closed_reader_says_closed_never_corrupt(name: str, tmp_path: Path) ->
         "getitem": lambda: r["w"],
         "info": lambda: r.info("w"),
         "verify": r.verify,
+        "an array made before": lambda: array[0:2],
+        "pieces begun before": lambda: list(pieces),
+        "a dask array made before": lambda: lazy.compute(),
     }
     for what, read in reads.items():
         with pytest.raises(ValueError, match="the container is closed") as caught:

@@ -222,6 +222,69 @@ def test_an_interrupt_while_the_writer_stops_still_releases_the_lock(
         assert not target.exists()
 
 
+@pytest.mark.parametrize("name", ["m.zarr", "m.zarr.zip"])
+def test_an_interrupt_while_the_lock_is_taken_leaves_no_lock(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # (Ctrl-C between flock and recording the pid had left the lock file behind)
+    def interrupted(*args: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "pwrite", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        Writer(tmp_path / name)
+    monkeypatch.undo()
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    with Writer(tmp_path / name) as w:  # and the next writer takes it at once
+        w.add_tensor("a", np.ones(3, np.float32))
+    assert beside(tmp_path / name) == []
+
+
+def test_an_interrupt_while_a_zip_writer_tidies_up_still_removes_its_temporary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # (Ctrl-C in close() after the zip was published: its temporary folder had stayed)
+    from nncodecs.container import zip_output
+
+    calls = []
+    remove = zip_output.remove_settled
+
+    def interrupted_once(path: Path) -> None:
+        calls.append(path)
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+        remove(path)
+
+    monkeypatch.setattr(zip_output, "remove_settled", interrupted_once)
+    target = tmp_path / "m.zarr.zip"
+    w = Writer(target)
+    w.add_tensor("a", np.arange(6, dtype=np.float32))
+    with pytest.raises(KeyboardInterrupt):
+        w.close()
+    assert len(calls) == 2 and beside(target) == []
+    with Reader(target) as r:
+        assert r.read_tensor("a").tolist() == list(range(6))
+
+
+def test_uninterrupted_finishes_then_raises_the_interrupt() -> None:
+    from nncodecs.outputs import uninterrupted
+
+    runs = []
+
+    def step() -> str:
+        runs.append(1)
+        if len(runs) < 3:
+            raise KeyboardInterrupt
+        return "done"
+
+    with pytest.raises(KeyboardInterrupt):
+        uninterrupted(step)
+    assert len(runs) == 3
+    runs.clear()
+    runs.extend([1, 1])
+    assert uninterrupted(step) == "done"  # (no interrupt: its result)
+
+
 # -- one writer at a time ----------------------------------------------------------------
 
 

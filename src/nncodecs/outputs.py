@@ -34,6 +34,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from nncodecs.output_lock import OutputLock, lock_path, uninterrupted
+
 __all__ = [
     "OutputLock",
     "atomic_output",
@@ -45,6 +47,7 @@ __all__ = [
     "publish",
     "remove_stale",
     "temp_path",
+    "uninterrupted",
 ]
 
 #: The ``format`` attribute of a container's root group (nncodecs.container.layout.FORMAT).
@@ -63,11 +66,6 @@ def is_url(target: Any) -> bool:
 def temp_path(target: Path, kind: str = "tmp", pid: int | None = None) -> Path:
     """The temporary name of ``target`` for this process (``kind``: ``tmp`` or ``old``)."""
     return target.parent / f".{target.name}.nncodecs-{os.getpid() if pid is None else pid}.{kind}"
-
-
-def lock_path(target: Path) -> Path:
-    """The lock file of a local container."""
-    return target.parent / f".{target.name}.nncodecs.lock"
 
 
 def _alive(pid: int) -> bool:
@@ -323,78 +321,3 @@ def atomic_output(
         if str(temp) in str(exc) and len(exc.args) == 1 and isinstance(exc.args[0], str):
             exc.args = (exc.args[0].replace(str(temp), str(target)),)  # the user's name
         raise
-
-
-class OutputLock:
-    """The lock of a local container (``.NAME.nncodecs.lock``), held by one writer at a time.
-
-    An ``flock`` on the file (through :func:`filelock.lock_descriptor`), so a
-    writer that dies, however it dies, releases it: a lock file left by a dead
-    writer is simply taken over. The holder writes its pid into the file, and a
-    second writer's error names it. The file is removed on release.
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> from pathlib import Path
-    >>> target = Path(tempfile.mkdtemp()) / "m.zarr"
-    >>> with OutputLock(target):
-    ...     OutputLock(target).acquire()
-    Traceback (most recent call last):
-    ...
-    BlockingIOError: ...m.zarr: another writer (pid ...) holds .m.zarr.nncodecs.lock
-    """
-
-    def __init__(self, target: Path) -> None:
-        self.target = Path(target)
-        self.path = lock_path(self.target)
-        self._fd: int | None = None
-
-    def acquire(self) -> OutputLock:
-        from filelock import lock_descriptor
-
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        for _ in range(8):  # the file can be removed by its holder between open and lock
-            # No O_TRUNC: the holder's pid stays readable; O_NOFOLLOW: never through a link.
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-            try:
-                if not lock_descriptor(fd, blocking=False):
-                    pid = os.read(fd, 32).decode("ascii", "replace").strip() or "unknown"
-                    raise BlockingIOError(
-                        errno.EWOULDBLOCK,
-                        f"{self.target}: another writer (pid {pid}) holds {self.path.name}",
-                    )
-                try:
-                    same = os.path.samestat(os.fstat(fd), os.stat(self.path, follow_symlinks=False))
-                except FileNotFoundError:
-                    same = False
-                if same:  # locked, and still the file at that name: ours
-                    os.ftruncate(fd, 0)
-                    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-                    self._fd, fd = fd, -1
-                    return self
-            finally:
-                if fd != -1:
-                    os.close(fd)
-        raise BlockingIOError(errno.EWOULDBLOCK, f"{self.target}: could not take {self.path.name}")
-
-    def release(self) -> None:
-        """Remove the lock file, then unlock (a waiter that opened it retries on the new one)."""
-        if self._fd is None:
-            return
-        fd, self._fd = self._fd, None
-        try:
-            with contextlib.suppress(FileNotFoundError):
-                self.path.unlink()
-        finally:
-            os.close(fd)  # closing releases the flock
-
-    @property
-    def held(self) -> bool:
-        return self._fd is not None
-
-    def __enter__(self) -> OutputLock:
-        return self.acquire()
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()

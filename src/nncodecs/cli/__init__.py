@@ -21,7 +21,20 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command; errors are one line on stderr: exit 1, or 2 for a usage error."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    _terminate_as_interrupt()
+    previous = _terminate_as_interrupt()
+    try:
+        return _run(args)
+    finally:  # (an in-process caller gets its own SIGTERM handling back)
+        if previous is not None:
+            import contextlib
+            import signal
+
+            with contextlib.suppress(KeyboardInterrupt):  # (a second Ctrl-C: ending anyway)
+                signal.signal(signal.SIGTERM, previous)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """The command of ``args``; errors as :func:`main` says."""
     # A model's thousands of tensors allocate many small objects (Zarr's metadata of
     # each): collecting after every 700 took a tenth of a decompress. A command holds
     # no cycles worth collecting that often.
@@ -46,17 +59,19 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
-def _terminate_as_interrupt() -> None:
+def _terminate_as_interrupt() -> Any:
     """SIGTERM (a kill, a scheduler's stop) ends the run as Ctrl-C does: the output is
-    not published, its temporary and lock are removed, one line is printed."""
+    not published, its temporary and lock are removed, one line is printed. Returns the
+    handler it replaced (``None`` off the main thread, where none is set)."""
     import signal
     import threading
 
     def stop(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
 
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, stop)
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, stop)
 
 
 def _with_path(text: str, exc: Exception, args: argparse.Namespace) -> str:

@@ -220,6 +220,7 @@ class CheckedStore(WrapperStore):
         self._root = os.path.realpath(root) if root is not None else None
         self._bad: dict[str, str] = {}
         self.zip: ZipEntries | None = None
+        self._closed = [False]  # (shared with the views Zarr derives from this one)
         if isinstance(store, ZipStore):
             if not store._is_open:
                 store._sync_open()
@@ -227,13 +228,16 @@ class CheckedStore(WrapperStore):
             self.zip = ZipEntries(store.path, store._zf)
 
     def close_files(self) -> None:
-        """Close what this view holds open of its own (the zip's descriptor)."""
+        """Close what this view holds open of its own (the zip's descriptor); from now
+        on every read through it is a ValueError (arrays, dask graphs and read_pieces
+        generators made before, of a directory container too)."""
+        self._closed[0] = True
         if self.zip is not None:
             self.zip.close()
 
     def _with_store(self, store: Any) -> CheckedStore:
         out = type(self)(store)
-        out.strict = self.strict
+        out.strict, out._closed = self.strict, self._closed
         return out
 
     def describe_error(self, key: str, why: object) -> CorruptDataError:
@@ -241,6 +245,8 @@ class CheckedStore(WrapperStore):
 
     def check_key(self, key: str) -> None:
         """Refuse a key that leaves the container or that a reader must not inflate."""
+        if self._closed[0]:
+            raise ValueError(f"{self._describe()}: the container is closed")
         if key in self._bad:
             raise self.describe_error(key, self._bad[key])
         if self.zip is not None:

@@ -30,6 +30,7 @@ from nncodecs.outputs import (
     publish,
     remove_stale,
     temp_path,
+    uninterrupted,
 )
 
 __all__ = ["DirOutput", "LockedOutput", "Output", "StoreOutput", "remove_settled", "settle"]
@@ -243,7 +244,7 @@ class DirOutput(LockedOutput):
             settle()  # (writes an interrupt left running, in place or not)
             self.store.close()
             if not self.in_place:
-                remove_settled(self.temp)
+                uninterrupted(remove_settled, self.temp)
         finally:
             self.lock.release()
 

@@ -275,6 +275,7 @@ class Reader:
         except CorruptDataError as exc:
             raise self._error(name, exc) from None
         except (ValueError, ArithmeticError) as exc:  # (Zarr's, on forged metadata or data)
+            self._check_open()  # (a read begun before close(): the user's error, not data)
             why = CorruptDataError(f"unreadable as stored ({type(exc).__name__}: {exc})")
             raise self._error(name, why) from None
 

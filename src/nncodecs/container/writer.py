@@ -18,6 +18,7 @@ from nncodecs.container.target import open_output
 from nncodecs.dtypes import array_kind, dtype_name
 from nncodecs.errors import CorruptDataError
 from nncodecs.frame import set_threads
+from nncodecs.outputs import uninterrupted
 
 __all__ = ["Writer"]
 
@@ -301,7 +302,9 @@ class Writer:
         with contextlib.suppress(BaseException):
             self._wait()
         if self._thread is not None:
-            self._thread.shutdown()
+            # (a second Ctrl-C must not let the output be closed under a batch still
+            # being written: the pool finishes it first)
+            uninterrupted(self._thread.shutdown)
             self._thread = None
 
     def _begin_change(self) -> None:

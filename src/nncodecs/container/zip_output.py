@@ -20,7 +20,7 @@ from pathlib import PurePosixPath
 from nncodecs.container._store import open_zip, zip_problems
 from nncodecs.container.output import LockedOutput, remove_settled
 from nncodecs.errors import CorruptDataError
-from nncodecs.outputs import _remove, check_output, publish, temp_path
+from nncodecs.outputs import _remove, check_output, publish, temp_path, uninterrupted
 from nncodecs.writeback import Writeback
 
 __all__ = ["ZipOutput"]
@@ -122,9 +122,12 @@ class ZipOutput(LockedOutput):
     def close(self) -> None:
         try:
             if self._zf is not None:
-                self._zf.close()
-                self._zf = None
+                zf, self._zf = self._zf, None
+                try:
+                    zf.close()
+                except ValueError:  # (an entry an interrupt left open: the zip is dropped)
+                    zf.fp.close()
             self._close_read()
-            remove_settled(self.temp)
+            uninterrupted(remove_settled, self.temp)
         finally:
             self.lock.release()
