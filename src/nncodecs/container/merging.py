@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from nncodecs.container import composite
+from nncodecs.container._store import describe_target
 from nncodecs.container.reader import Reader
 from nncodecs.container.writer import Writer
 
@@ -22,19 +24,44 @@ def merge(
     ``metadata``: the merged container's metadata; by default the sources'
     metadata, which must then agree key by key.
     """
+    seen: dict[str, str] = {}  # tensor name -> the source it came from
     with Writer(target, mode="w", codec=codec, overwrite=overwrite) as w:
         if metadata is not None:
             w.metadata.update(metadata)
         for source in sources:
+            where = describe_target(source)
             with Reader(source) as r:
                 for key, value in r.metadata.items() if metadata is None else ():
                     if w.metadata.get(key, value) != value:
                         raise ValueError(f"metadata {key!r} differs between the containers")
                     w.metadata[key] = value
                 for name in r:
-                    kind = r.layout(name)
-                    if kind in ("mxfp4", "nvfp4"):
-                        w.add_quantized(name, *r.read_tensor(name, check=True), scheme=kind)
-                    else:
-                        to = "scipy" if kind != "dense" else "numpy"
-                        w.add_tensor(name, r.read_tensor(name, to=to, check=True))
+                    if name in seen:
+                        raise ValueError(
+                            f"{where}: tensor {name!r} is in {seen[name]} too "
+                            "(merged names must not repeat)"
+                        )
+                    seen[name] = where
+                    try:
+                        _copy(r, w, name)
+                    except (ValueError, TypeError) as exc:  # (the source named, not the first)
+                        if type(exc) not in (ValueError, TypeError) or where in str(exc):
+                            raise
+                        raise type(exc)(f"{where}: {exc}") from None
+
+
+def _copy(r: Reader, w: Writer, name: str) -> None:
+    """One tensor from ``r`` into ``w``: sparse and quantized ones by their parts, as
+    stored (their index dtypes kept; a COO tensor of any rank)."""
+    kind = r.layout(name)
+    value = r.read_tensor(name, check=True)
+    if kind in ("mxfp4", "nvfp4"):
+        w.add_quantized(name, *value, scheme=kind)
+    elif kind == "coo":
+        w.add_sparse_coo(name, value["coords"], value["data"], value["shape"])
+    elif kind in ("csr", "csc"):  # (CSC has no add_sparse_* of its own: the parts go in)
+        w._check_new(name)
+        parts = (value["data"], value["indices"], value["indptr"], value["shape"])
+        w._add_composite(name, composite.compressed_parts(kind, name, *parts), None)
+    else:
+        w.add_tensor(name, value)
