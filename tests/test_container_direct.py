@@ -277,6 +277,20 @@ def test_a_closed_reader_reads_nothing_of_another_file(tmp_path: Path) -> None:
         assert again.read_tensor("w").tobytes() == first.tobytes()
 
 
+def test_a_zip_cut_short_is_corrupt_data_not_another_kind_of_file(tmp_path: Path) -> None:
+    target = tmp_path / "m.zarr.zip"
+    with nncodecs.Writer(target) as w:
+        w.add_tensor("w", _weights((300, 100), np.float32))
+    raw = target.read_bytes()
+    for cut in (len(raw) // 2, len(raw) - 30):  # (its end of central directory gone)
+        (tmp_path / "cut.zarr.zip").write_bytes(raw[:cut])
+        with pytest.raises(nncodecs.CorruptDataError, match=r"damaged zip file.*cut short"):
+            nncodecs.Reader(tmp_path / "cut.zarr.zip")
+    (tmp_path / "other.zip").write_bytes(b"not a zip at all")
+    with pytest.raises(nncodecs.NotAContainerError, match="not a zip file"):
+        nncodecs.Reader(tmp_path / "other.zip")
+
+
 @pytest.mark.parametrize("name", ["m.zarr", "m.zarr.zip"])
 def test_a_closed_reader_says_closed_never_corrupt(name: str, tmp_path: Path) -> None:
     # (a zip Reader's reads after close() had said "unreadable as stored", a

@@ -89,6 +89,10 @@ def open_store(
 def open_zip(path: Path) -> ZipStore:
     """A zip container, open for reading (a damaged zip is a CorruptDataError)."""
     if not zipfile.is_zipfile(path):
+        with open(path, "rb") as f:
+            begins_as_zip = f.read(4) == b"PK\x03\x04"
+        if begins_as_zip:  # (a zip's directory is at its end: a cut one has none)
+            raise CorruptDataError(f"{path}: a damaged zip file (no central directory: cut short?)")
         raise NotAContainerError(f"{path}: not an nncodecs container (not a zip file)")
     store = ZipStore(path, mode="r")
     try:
