@@ -266,6 +266,17 @@ def test_an_interrupt_while_a_zip_writer_tidies_up_still_removes_its_temporary(
         assert r.read_tensor("a").tolist() == list(range(6))
 
 
+def test_a_zip_container_over_an_empty_directory_says_so(tmp_path: Path) -> None:
+    # (it had failed at the end with "appeared while it was written")
+    (tmp_path / "m.zarr.zip").mkdir()
+    with pytest.raises(FileExistsError, match=r"a directory.*a zip container is a file"):
+        Writer(tmp_path / "m.zarr.zip")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.zarr.zip"]
+    with Writer(tmp_path / "m.zarr.zip", overwrite=True) as w:  # replaced when told
+        w.add_tensor("a", np.ones(2, np.float32))
+    assert (tmp_path / "m.zarr.zip").is_file()
+
+
 def test_uninterrupted_finishes_then_raises_the_interrupt() -> None:
     from nncodecs.outputs import uninterrupted
 

@@ -39,6 +39,11 @@ class ZipOutput(LockedOutput):
             raise FileNotFoundError(f"{path}: no container to append to")
         if mode == "w":
             check_output(path, overwrite)
+            if not overwrite and path.is_dir() and not path.is_symlink():  # (an empty one)
+                raise FileExistsError(
+                    f"{path}: exists (a directory); a zip container is a file: "
+                    "use --force to replace it"
+                )
         self.force = overwrite or mode == "a"
         self.temp = temp_path(path)
         self.store = None
