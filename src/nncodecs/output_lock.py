@@ -67,11 +67,13 @@ class OutputLock:
                     os.pwrite(self._fd, f"{os.getpid()}\n".encode(), 0)
                     return self
             except BaseException:
-                # (an interrupt while it was being taken: a lock held is let go as
-                # release() does, file and all, never left behind)
+                # (an interrupt, or any exception a signal handler raises, while it was
+                # being taken: a lock held is let go as release() does, file and all;
+                # a file made but not yet locked goes too, once locking it shows no
+                # other writer took it meanwhile)
                 if self._fd is not None:
                     self.release()
-                elif locked and self._same(fd):
+                elif (locked or lock_descriptor(fd, blocking=False)) and self._same(fd):
                     with contextlib.suppress(FileNotFoundError):
                         self.path.unlink()
                 raise
