@@ -277,6 +277,34 @@ def test_a_zip_container_over_an_empty_directory_says_so(tmp_path: Path) -> None
     assert (tmp_path / "m.zarr.zip").is_file()
 
 
+def test_a_failed_batch_stops_the_batches_after_it() -> None:
+    # Two batches may be in flight: a tensor's document (the next batch) must never be
+    # written once its chunks (this one) failed, a full disk say.
+    import threading
+
+    from nncodecs.container.batches import Batches
+
+    written, gate = [], threading.Event()
+
+    def write(items: dict[str, bytes]) -> None:
+        gate.wait(10)
+        if "chunk" in items:
+            raise OSError(28, "No space left on device")
+        written.append(items)
+
+    b = Batches(write)
+    b.put({"chunk": b"x"})
+    b.put({"doc": b"y"})  # (handed over before the first has failed)
+    gate.set()
+    with pytest.raises(OSError, match="No space"):
+        b.wait()
+    with pytest.raises(RuntimeError, match="a batch before it failed"):
+        b.put({"doc2": b"z"})
+        b.wait()
+    b.stop()
+    assert written == []
+
+
 def test_uninterrupted_finishes_then_raises_the_interrupt() -> None:
     from nncodecs.outputs import uninterrupted
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Self
 
 import numpy as np
@@ -12,13 +10,13 @@ import numpy as np
 from nncodecs.container import composite, docs, encoding, layout, storage
 from nncodecs.container._store import CheckedStore, describe_target
 from nncodecs.container.arrays import to_host_array
+from nncodecs.container.batches import Batches
 from nncodecs.container.names import escape
 from nncodecs.container.output import Output, StoreOutput
 from nncodecs.container.target import open_output
 from nncodecs.dtypes import array_kind, dtype_name
 from nncodecs.errors import CorruptDataError
 from nncodecs.frame import set_threads
-from nncodecs.outputs import uninterrupted
 
 __all__ = ["Writer"]
 
@@ -107,12 +105,11 @@ class Writer:
         self._queue: dict[str, bytes] = {}  # chunks not yet written
         self._queue_docs: dict[str, bytes] = {}  # their arrays' documents, written after
         self._queue_bytes = 0
-        self._thread: ThreadPoolExecutor | None = None  # writes the batches, in order
-        self._inflight: Future[None] | None = None
         self.metadata: dict[str, str] = {}
         # Whether this container records every chunk written and CRCs (all its tensors do).
         self._records = True
         self._output: Output = open_output(target, mode, bool(overwrite), storage_options)
+        self._batches = Batches(self._output.put)  # (written in order, on a thread)
         try:  # (right after the output is open: any exception abandons it, lock and all)
             if mode == "a":
                 self._adopt(self._output.store)
@@ -284,28 +281,16 @@ class Writer:
             self._put(queued)
 
     def _put(self, items: dict[str, bytes]) -> None:
-        """Hand a batch to the writing thread (one batch in flight at most, written in
-        order): the next tensors encode while it is written."""
-        self._wait()
-        if self._thread is None:
-            self._thread = ThreadPoolExecutor(1, thread_name_prefix="nncodecs-write")
-        self._inflight = self._thread.submit(self._output.put, items)
+        """Hand a batch to the writing thread: the next tensors encode while it is written."""
+        self._batches.put(items)
 
     def _wait(self) -> None:
-        """Until the batch in flight is written (its error raised here)."""
-        if self._inflight is not None:
-            inflight, self._inflight = self._inflight, None
-            inflight.result()
+        """Until the batches handed over are written (an error raised here)."""
+        self._batches.wait()
 
     def _stop_thread(self) -> None:
         """The writing thread done (an abandoning writer ignores its error)."""
-        with contextlib.suppress(BaseException):
-            self._wait()
-        if self._thread is not None:
-            # (a second Ctrl-C must not let the output be closed under a batch still
-            # being written: the pool finishes it first)
-            uninterrupted(self._thread.shutdown)
-            self._thread = None
+        self._batches.stop()
 
     def _begin_change(self) -> None:
         """Before the first write after a commit: drop the consolidated metadata at
