@@ -104,6 +104,31 @@ def test_errors_are_one_line_with_an_exit_code(model: Path, tmp_path: Path) -> N
     assert run("frobnicate", cwd=tmp_path).returncode == 2  # usage error
 
 
+def test_a_reader_that_stops_reading_is_no_error(tmp_path: Path) -> None:
+    """``nncodecs info ... | head``: the pipe closes early; no error line, no traceback."""
+    import os
+
+    import nncodecs
+
+    with nncodecs.Writer(tmp_path / "m.zarr") as w:
+        for i in range(3000):
+            w.add_tensor(f"layer.{i}.weight", np.full((4, 4), i, np.float32))
+    read, write = os.pipe()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nncodecs", "info", "m.zarr"],
+        cwd=tmp_path,
+        stdout=write,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        assert pipe.read(200)  # (then closed, as head does)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 141, err
+    assert err == ""
+
+
 def test_help_shows_an_example_for_every_command(tmp_path: Path) -> None:
     r = run("--help", cwd=tmp_path)
     assert r.returncode == 0

@@ -23,7 +23,7 @@ import zarr
 from zarr.storage import MemoryStore, ZipStore
 
 import nncodecs
-from nncodecs.container import layout
+from nncodecs.container import layout, zarr_docs
 
 RNG = np.random.default_rng(7)
 
@@ -446,13 +446,13 @@ def test_whole_reads_of_weights_tensors_make_no_zarr_array(
     target = tmp_path / f"m{suffix}"
     _write(target)
     made: list[str] = []
-    real = layout._array_from_doc
+    real = zarr_docs.array_from_doc
 
     def counted(store: Any, path: str, doc: dict) -> Any:
         made.append(path)
         return real(store, path, doc)
 
-    monkeypatch.setattr(layout, "_array_from_doc", counted)
+    monkeypatch.setattr(zarr_docs, "array_from_doc", counted)
     zarr_path = {"zstd", "zstd.small", "raw", "empty"}
     with nncodecs.Reader(target) as r:
         for name, arr, _ in CASES:

@@ -49,6 +49,11 @@ def _run(args: argparse.Namespace) -> int:
         print("nncodecs: interrupted", file=sys.stderr)
         _quiet_exit()
         return 130
+    except BrokenPipeError:  # (``nncodecs info ... | head``: the reader has all it wanted)
+        # Quiet, as ``ls | head`` is; stdout goes nowhere from here, so that Python's own
+        # flush at exit does not fail again (its buffer is lost with the pipe anyway).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # (128 + SIGPIPE, as a shell reports a command the pipe stopped)
     except Exception as exc:  # one line for people, not a traceback
         from nncodecs.errors import CorruptDataError
 

@@ -1,7 +1,7 @@
 """What a Reader checks around a whole-tensor read, and the chunk frames that
 it (and a device read) takes straight from storage instead of through Zarr.
 
-The checks of every key a Reader reads are :class:`nncodecs.container._store.CheckedStore`'s.
+The checks of every key a Reader reads are :class:`nncodecs.container.files.ContainerFiles`'.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 
 from nncodecs import _core
-from nncodecs.codecs.weights import NumcodecsWeights, Weights
 from nncodecs.container import layout, storage
 from nncodecs.errors import CorruptDataError
+from nncodecs.frame.weights import CODEC_ID
 
 __all__ = ["check_crc", "check_size", "chunk_frames"]
 
@@ -127,11 +127,13 @@ def chunk_frames(z: Any, fill: bool = True) -> list[Any] | None:
     if codecs is None:
         return None
     names = [c["name"] for c in codecs]
-    if names != [Weights.codec_id] and (fill or names != ["bytes", "zstd"]):
+    if names != [CODEC_ID] and (fill or names != ["bytes", "zstd"]):
         return None
     chunks = storage.chunk_bytes([z])[0]
     if chunks is None or not fill or all(c is not None for c in chunks):
         return chunks
+    from nncodecs.codecs.weights import NumcodecsWeights
+
     data = np.full(z.chunks, z.fill_value, dtype=z.dtype)
     filler = np.frombuffer(NumcodecsWeights(**codecs[0]["configuration"]).encode(data), np.uint8)
     return [filler if c is None else c for c in chunks]

@@ -25,10 +25,11 @@ from typing import Any
 
 import numpy as np
 
-from nncodecs.codecs.weights import Weights
-from nncodecs.container import layout
-from nncodecs.dtypes import dtype_name
+from nncodecs.container import zarr_docs
+from nncodecs.dtypes import SUPPORTED_DTYPES, dtype_name, normalize_dtype
 from nncodecs.errors import CorruptDataError
+from nncodecs.frame.params import WEIGHTS
+from nncodecs.frame.weights import CODEC_ID
 
 __all__ = ["Declared", "codec_label", "declared"]
 
@@ -82,7 +83,7 @@ def _plain(fill: Any) -> bool:
 def declared(store: Any, path: str, doc: dict[str, Any]) -> Declared | None:
     """The array document ``doc`` of node ``path`` as a :class:`Declared`, where it is laid
     out as nncodecs writes the weights codec's arrays; ``None`` for any other."""
-    if doc.keys() - layout.DOC_KEYS or doc.get("zarr_format") != 3:
+    if doc.keys() - zarr_docs.DOC_KEYS or doc.get("zarr_format") != 3:
         return None
     if doc.get("node_type") != "array" or doc.get("storage_transformers") not in (None, []):
         return None
@@ -137,11 +138,11 @@ def declared(store: Any, path: str, doc: dict[str, Any]) -> Declared | None:
         isinstance(inner, list)
         and len(inner) == 1
         and isinstance(inner[0], dict)
-        and inner[0].get("name") == Weights.codec_id
+        and inner[0].get("name") == CODEC_ID
     ):
         return None
     try:
-        dtype = layout.doc_dtype(doc)
+        dtype = doc_dtype(doc)
         name = dtype_name(dtype)  # (TypeError: not a data type the weights codec holds)
         configured = _weights_dtype(json.dumps(inner[0], sort_keys=True))
         if configured is not None and configured != name:
@@ -152,18 +153,79 @@ def declared(store: Any, path: str, doc: dict[str, Any]) -> Declared | None:
     return Declared(path, shape, dtype, chunks, shards, fill, attrs, codecs, store)
 
 
+#: The data types of the weights codec by their Zarr v3 JSON names (Zarr's own, and
+#: those of :mod:`nncodecs.codecs.zarr_dtypes`), read here without Zarr.
+_DATA_TYPES = {
+    **{n: n for n in SUPPORTED_DTYPES if n not in ("bool", "float8_e4m3fn")},
+    "nncodecs.float8_e4m3fn": "float8_e4m3fn",
+}
+
+
+def doc_dtype(doc: dict[str, Any]) -> np.dtype:
+    """The NumPy dtype of an array document: read here for the types nncodecs writes,
+    by Zarr's parser for any other (``ValueError`` and kin where it names none)."""
+    name = doc["data_type"]
+    if isinstance(name, str) and name in _DATA_TYPES:
+        return normalize_dtype(_DATA_TYPES[name])
+    return zarr_docs.doc_dtype(doc)
+
+
 @functools.lru_cache(maxsize=64)
 def _weights_dtype(text: str) -> str | None:
     """The data type a weights codec's JSON is configured for, its settings checked as
-    Zarr checks them (``ValueError`` and kin)."""
-    return Weights.from_dict(json.loads(text)).dtype
+    Zarr checks them (``ValueError`` and kin): settings that pass the codec's schema
+    are read here, any other by the codec itself (which says what is wrong)."""
+    data = json.loads(text)
+    config = data.get("configuration", {})
+    fits = data.keys() <= {"name", "configuration"} and isinstance(config, dict)
+    if fits and config.keys() <= set(WEIGHTS.names):
+        try:
+            return WEIGHTS.check(config)["dtype"]
+        except (TypeError, ValueError):
+            pass
+    from nncodecs.codecs.weights import Weights
+
+    return Weights.from_dict(data).dtype
 
 
 @functools.lru_cache(maxsize=256)
 def _fill_value(dtype_text: str, fill: int | float | str) -> Any:
     """A fill value (a JSON number or a non-finite float's name: see :func:`_plain`) read
-    as Zarr reads it for the data type."""
-    return layout.data_type(dtype_text).from_json_scalar(fill, zarr_format=3)
+    as Zarr reads it for the data type: here where the value is exact in that type,
+    by Zarr's parser otherwise."""
+    name = json.loads(dtype_text)
+    if isinstance(name, str) and name in _DATA_TYPES:
+        dtype = normalize_dtype(_DATA_TYPES[name])
+        kind = "f" if name not in _INTEGER_TYPES else "i"
+        exact = _exact(dtype, kind, fill)
+        if exact is not None:
+            return exact
+    return zarr_docs.data_type(dtype_text).from_json_scalar(fill, zarr_format=3)
+
+
+_INTEGER_TYPES = frozenset(
+    ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+)
+_NAMED = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+def _exact(dtype: np.dtype, kind: str, fill: int | float | str) -> Any:
+    """``fill`` as a scalar of ``dtype`` where it is exactly that value there (``None``:
+    leave it to Zarr, which rounds, refuses or converts as it does)."""
+    if kind == "i":
+        info = np.iinfo(dtype)
+        if type(fill) is int and info.min <= fill <= info.max:
+            return dtype.type(fill)
+        return None
+    if isinstance(fill, str):
+        fill = _NAMED[fill]
+    elif type(fill) not in (int, float) or abs(fill) > 2**53:
+        return None
+    with np.errstate(over="ignore"):  # (1e300 as float16: inf, not the value: Zarr's)
+        value = dtype.type(float(fill))
+    back = float(value)
+    same = back == fill or (math.isnan(back) and math.isnan(fill))
+    return value if same and math.copysign(1, back) == math.copysign(1, fill) else None
 
 
 def codec_label(codecs: Any) -> str:

@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 
 from nncodecs import _core
-from nncodecs.codecs.weights import Weights, decode_weights
 from nncodecs.container import storage
 from nncodecs.errors import CorruptDataError
+from nncodecs.frame.weights import CODEC_ID, decode_weights
 
 __all__ = ["read_weights", "weights_pieces"]
 
@@ -72,7 +72,7 @@ def weights_pieces(z: Any, strict: bool) -> Iterator[np.ndarray]:
 def _plan(z: Any) -> tuple[storage.Grid, tuple[int, ...], int] | None:
     """(grid, shape, bytes) of a weights array laid out as nncodecs writes them."""
     codecs = storage.inner_codecs(z)
-    if codecs is None or [c["name"] for c in codecs] != [Weights.codec_id]:
+    if codecs is None or [c["name"] for c in codecs] != [CODEC_ID]:
         return None
     g = storage.grid(z)
     if g is None:

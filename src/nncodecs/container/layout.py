@@ -19,11 +19,9 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import zarr
-from zarr.codecs import ZstdCodec
 
 from nncodecs import _core
-from nncodecs.codecs.weights import Weights
+from nncodecs.container import zarr_docs
 from nncodecs.container.names import escape, unescape
 from nncodecs.errors import CorruptDataError, NotAContainerError
 from nncodecs.outputs import CONTAINER_FORMAT
@@ -119,6 +117,10 @@ def check_codec(codec: Any) -> str:
 
 def codec_settings(codec: str, level: int = 3) -> dict[str, Any]:
     """``create_array`` keywords for a codec name."""
+    from zarr.codecs import ZstdCodec
+
+    from nncodecs.codecs.weights import Weights
+
     if codec in ("auto", "rans", "huffman"):
         return {"serializer": Weights(coder=codec, zstd_level=level), "compressors": None}
     if codec == "zstd":
@@ -223,6 +225,8 @@ def committed(group: Any) -> dict[str, Member]:
     """The complete tensors of a container's group, by name (a member without
     ``complete`` is a tensor a writer did not finish). Two nodes claiming one
     name, or a node whose name is not its tensor's, is a CorruptDataError."""
+    import zarr
+
     members: dict[str, Member] = {}
     nodes: dict[str, str] = {}
     for node, member in group.members():
@@ -237,9 +241,9 @@ def committed(group: Any) -> dict[str, Member]:
     return members
 
 
-def committed_from_docs(store: Any, docs: dict[str, Any]) -> dict[str, Member]:
+def committed_from_docs(store: Callable[[], Any], docs: dict[str, Any]) -> dict[str, Member]:
     """:func:`committed` from a group's consolidated documents: no node is made
-    (nor any read) until it is used."""
+    (nor any read, nor ``store()`` called) until it is used."""
     members: dict[str, Member] = {}
     nodes: dict[str, str] = {}
     for node, doc in docs.items():
@@ -255,81 +259,11 @@ def committed_from_docs(store: Any, docs: dict[str, Any]) -> dict[str, Member]:
             continue
         name = _claim(members, nodes, node, attrs)
         if kind == "dense":
-            load = functools.partial(_array_from_doc, store, node, doc)
+            load = functools.partial(zarr_docs.array_from_doc, store, node, doc)
         else:
-            load = functools.partial(zarr.open_group, store, path=node, mode="r")
+            load = functools.partial(zarr_docs.open_group_node, store, node)
         members[name] = Member(kind, attrs, load, doc if kind == "dense" else None)
     return members
-
-
-def _array_from_doc(store: Any, path: str, doc: dict[str, Any]) -> Any:
-    from zarr.core.array import Array, AsyncArray
-    from zarr.storage import StorePath
-
-    try:
-        return Array(AsyncArray(metadata=_metadata(doc), store_path=StorePath(store, path)))
-    except (KeyError, TypeError, ValueError, ArithmeticError) as exc:  # (Zarr's parse)
-        raise CorruptDataError(f"tensor node {path!r}: unreadable metadata ({exc})") from None
-
-
-#: The keys of an array's zarr.json that :func:`_metadata` (and
-#: :mod:`nncodecs.container.declared`) take; a document with any other goes through
-#: Zarr's own parser (which refuses what it does not know).
-DOC_KEYS = frozenset(
-    ("zarr_format", "node_type", "shape", "data_type", "chunk_grid", "chunk_key_encoding",
-     "fill_value", "codecs", "attributes", "dimension_names", "storage_transformers")
-)  # fmt: skip
-
-
-def _metadata(doc: dict[str, Any]) -> Any:
-    """Zarr's metadata of an array document, its data type and codecs parsed once per
-    distinct JSON (a model's thousands of tensors share a few): Zarr's parser finds a
-    data type by trying every registered one, which cost more than the rest."""
-    from zarr.core.metadata.v3 import ArrayV3Metadata
-
-    if doc.keys() - DOC_KEYS or doc.get("zarr_format") != 3 or doc.get("node_type") != "array":
-        return ArrayV3Metadata.from_dict(dict(doc))
-    dtype, codecs = (json.dumps(doc[key], sort_keys=True) for key in ("data_type", "codecs"))
-    if len(dtype) + len(codecs) > _CACHED_CHARS:  # (nothing big stays cached)
-        return ArrayV3Metadata.from_dict(dict(doc))
-    return ArrayV3Metadata(
-        shape=doc["shape"],
-        data_type=data_type(dtype),
-        chunk_grid=doc["chunk_grid"],
-        chunk_key_encoding=doc["chunk_key_encoding"],
-        fill_value=doc["fill_value"],
-        codecs=_codecs(codecs),
-        attributes=doc.get("attributes", {}),
-        dimension_names=doc.get("dimension_names"),
-        storage_transformers=doc.get("storage_transformers"),
-    )
-
-
-def doc_dtype(doc: dict[str, Any]) -> np.dtype:
-    """The NumPy dtype of an array document (``ValueError`` and kin where it names none)."""
-    text = json.dumps(doc["data_type"], sort_keys=True)
-    if len(text) > _CACHED_CHARS:
-        raise ValueError(f"a data type of {len(text)} characters")
-    return data_type(text).to_native_dtype()
-
-
-#: JSON of data types and codec lists up to this size is parsed once and kept.
-_CACHED_CHARS = 4096
-
-
-@functools.lru_cache(maxsize=256)
-def data_type(text: str) -> Any:
-    """Zarr's data type of its JSON (``text``: sorted-key ``json.dumps``)."""
-    from zarr.core.dtype import get_data_type_from_json
-
-    return get_data_type_from_json(json.loads(text), zarr_format=3)
-
-
-@functools.lru_cache(maxsize=256)
-def _codecs(text: str) -> Any:
-    from zarr.core.metadata.v3 import parse_codecs
-
-    return parse_codecs(json.loads(text))
 
 
 def tensor_order(attrs: dict[str, Any], members: dict[str, Member]) -> list[str]:
@@ -339,16 +273,13 @@ def tensor_order(attrs: dict[str, Any], members: dict[str, Member]) -> list[str]
     return order + sorted(set(members) - set(order))
 
 
-def _consolidated(store: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
+def _consolidated(raw: bytes | None) -> tuple[dict[str, Any], dict[str, Any]] | None:
     """(container attributes, documents by path) from the root zarr.json's inline
-    consolidated metadata, read and parsed here (Zarr would make every node of a
+    consolidated metadata (``raw``), parsed here (Zarr would make every node of a
     model's thousands at once); ``None`` where there is none (Zarr lists them)."""
-    from nncodecs.container.storage import read_many
-
-    (raw,) = read_many(store, ["zarr.json"])
     if raw is None:
         return None
-    doc = json.loads(raw.to_bytes())
+    doc = json.loads(raw)
     if not isinstance(doc, dict) or doc.get("zarr_format") != 3:
         return None
     meta, attrs = doc.get("consolidated_metadata"), doc.get("attributes")
@@ -360,15 +291,28 @@ def _consolidated(store: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
     return attrs, meta["metadata"]
 
 
-def open_container(store: Any, where: str) -> tuple[Any, dict[str, Any], dict[str, Member]]:
+def read_root(store: Any) -> bytes | None:
+    """The root ``zarr.json`` of a Zarr store, read through Zarr."""
+    from nncodecs.container.storage import read_many
+
+    (raw,) = read_many(store, ["zarr.json"])
+    return None if raw is None else raw.to_bytes()
+
+
+def open_container(
+    store: Any, where: str, root: Callable[[], bytes | None] | None = None
+) -> tuple[Any, dict[str, Any], dict[str, Member]]:
     """(group, container attributes, committed tensors) of the container in a
-    store, read through its consolidated metadata where it has one. Errors are
-    NotAContainerError or CorruptDataError, one line starting with ``where``."""
+    store, read through its consolidated metadata where it has one. ``store``: a
+    Zarr store, or a function that makes one (called only where a Zarr object is
+    needed); ``root``: reads the root ``zarr.json`` (default: through the store).
+    Errors are NotAContainerError or CorruptDataError, one line starting with ``where``."""
+    get_store = store if callable(store) else lambda: store
     try:
-        consolidated = _consolidated(store)
+        consolidated = _consolidated(root() if root is not None else read_root(get_store()))
         if consolidated is not None:
             attrs, docs = consolidated
-            members = committed_from_docs(store, docs)
+            members = committed_from_docs(get_store, docs)
             # (the order lists the tensors committed with this very document)
             lost = [n for n in attrs.get("tensors", []) if n not in members]
             if lost:
@@ -377,9 +321,11 @@ def open_container(store: Any, where: str) -> tuple[Any, dict[str, Any], dict[st
                     "no complete node of it"
                 )
             return None, attrs, members
+        import zarr
+
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # consolidated metadata for Zarr v3
-            group = zarr.open_group(store, mode="r")
+            group = zarr.open_group(get_store(), mode="r")
             attrs = check_container(group)
             # (no warning for a dead writer's leftovers: they are not members)
             return group, attrs, committed(group)

@@ -4,40 +4,26 @@ from __future__ import annotations
 
 import contextlib
 import math
+import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
-from types import SimpleNamespace
 from typing import Any, Self
 
 import numpy as np
 
-from nncodecs.codecs.device import decode_chunks_on_device, host_to_device
 from nncodecs.container import layout, storage
-from nncodecs.container._store import CheckedStore, Strict, describe_target, open_store
 from nncodecs.container.arrays import convert
 from nncodecs.container.checks import check_crc, check_size, chunk_frames
 from nncodecs.container.composite import assemble
 from nncodecs.container.declared import Declared, codec_label, declared
 from nncodecs.container.decoding import read_weights, weights_pieces
+from nncodecs.container.files import Strict, local_target, open_local
 from nncodecs.container.names import escape
+from nncodecs.container.tensor_info import TensorInfo, info_from_doc
 from nncodecs.dtypes import dtype_name
 from nncodecs.errors import CorruptDataError
 from nncodecs.frame import set_threads
 
 __all__ = ["Reader", "TensorInfo"]
-
-
-@dataclass(frozen=True)
-class TensorInfo:
-    """What the container knows of one tensor."""
-
-    name: str
-    dtype: str
-    shape: tuple[int, ...]
-    layout: str
-    stored_bytes: int
-    nbytes: int
-    codec: str
 
 
 class Reader:
@@ -46,6 +32,10 @@ class Reader:
     ``r["name"]`` is the tensor's Zarr array: slicing it reads only the chunks
     it needs. ``read_tensor`` reads a whole tensor (as NumPy, torch or CuPy).
     ``threads`` sets the codecs' threads, process-wide (``None``: unchanged).
+
+    A container in a local directory or zip file is read without Zarr: whole
+    reads of the weights codec's tensors never import it; Zarr's store and
+    arrays are made on first use of a Zarr object.
     """
 
     def __init__(
@@ -54,12 +44,19 @@ class Reader:
         if threads is not None:
             set_threads(threads)
         self._closed = False
-        self._base, self._owned = open_store(target, "r", storage_options)
+        self._base, self._zarr, self._owned, self._lock = None, None, True, threading.Lock()
         self._sizes: dict[str, int] | None = None
-        self._where = describe_target(target)
+        local = local_target(target) if storage_options is None else None
+        if local is not None:
+            self._files, self._where = open_local(local), str(target)
+        else:
+            from nncodecs.container._store import describe_target, files_of, open_store
+
+            self._base, self._owned = open_store(target, "r", storage_options)
+            self._where, self._files = describe_target(target), files_of(self._base)
         try:
-            self._store = CheckedStore(self._base)
-            _, attrs, self._entries = layout.open_container(self._store, self._where)
+            root = (lambda: self._files.read_meta("zarr.json")) if self._files.local else None
+            _, attrs, self._entries = layout.open_container(self._store, self._where, root)
         except BaseException:
             self.close()
             raise
@@ -71,6 +68,24 @@ class Reader:
         self._checked: set[str] = set()
         self._declared: dict[str, Declared | None] = {}
 
+    def _store(self) -> Any:
+        """The Zarr store every Zarr object of this Reader reads through (a CheckedStore
+        sharing this Reader's checks), made on first use."""
+        with self._lock:
+            if self._zarr is None:
+                self._check_open()
+                from nncodecs.container._store import CheckedStore, zarr_store
+
+                if self._base is None:
+                    self._base = zarr_store(self._files)
+                self._zarr = CheckedStore(self._base, self._files)
+            return self._zarr
+
+    @property
+    def _reads(self) -> Any:
+        """What whole reads read chunks through: the local files, else the Zarr store."""
+        return self._files if self._files.local else self._store()
+
     def _declared_of(self, name: str) -> Declared | None:
         """A dense weights tensor's array as its document declares it (see
         :mod:`nncodecs.container.declared`): ``None`` where Zarr's array serves."""
@@ -79,7 +94,7 @@ class Reader:
             found = None
             if member.layout == "dense" and member.doc is not None:
                 try:
-                    found = declared(self._store, escape(name), member.doc)
+                    found = declared(self._reads, escape(name), member.doc)
                 except CorruptDataError as exc:
                     raise self._error(name, exc) from None
             self._declared[name] = found
@@ -100,7 +115,7 @@ class Reader:
                     self._damaged[name] = f"tensor {name!r}: {_KEYS}"
                 grid = storage.grid(z)
                 if grid is not None:
-                    self._store.strict[z.path] = Strict(name, grid)
+                    self._files.strict[z.path] = Strict(name, grid)
         self._checked.add(name)
 
     def keys(self) -> list[str]:
@@ -145,7 +160,7 @@ class Reader:
     def _stored(self, path: str) -> int:
         """Stored bytes of an array, from one listing of the store made on first use."""
         if self._sizes is None:
-            self._sizes = storage.stored_sizes(self._base)
+            self._sizes = storage.stored_sizes(self._files if self._files.local else self._base)
         return self._sizes.get(path, 0)
 
     def _check_open(self) -> None:
@@ -156,8 +171,10 @@ class Reader:
         self._check_open()
         member = self._entries.get(name)
         if member is not None and member.doc is not None:
-            return self._info_from_doc(name, member)  # (no Zarr array made: a model's
-            # thousands of tensors listed at once)
+            try:  # (no Zarr array made: a model's thousands of tensors listed at once)
+                return info_from_doc(name, member.doc, member.attrs, self._stored(escape(name)))
+            except CorruptDataError as exc:
+                raise self._error(name, exc) from None
         self[name]  # KeyError naming the tensor
         member = self._entries[name]
         if member.layout == "dense":
@@ -175,32 +192,6 @@ class Reader:
             stored_bytes=sum(self._stored(a.path) for a in parts.values()),
             nbytes=sum(int(a.nbytes) for a in parts.values()),
             codec=codec_label(main.metadata.codecs),
-        )
-
-    def _info_from_doc(self, name: str, member: layout.Member) -> TensorInfo:
-        """:meth:`info` of a dense tensor from its zarr.json, checked against its records
-        as a first use checks it."""
-        doc = member.doc
-        try:
-            shape = tuple(doc["shape"])
-            if not all(type(d) is int and d >= 0 for d in shape):
-                raise ValueError(f"shape {list(shape)}")
-            dtype = layout.doc_dtype(doc)
-            kind = dtype_name(dtype)
-            codec = codec_label(doc["codecs"])
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise self._error(name, CorruptDataError(f"unreadable metadata ({exc})")) from None
-        problem = layout.shape_problem(SimpleNamespace(shape=shape, dtype=dtype), member.attrs)
-        if problem is not None:
-            raise CorruptDataError(f"{self._where}: tensor {name!r}: {problem}")
-        return TensorInfo(
-            name=name,
-            dtype=kind,
-            shape=shape,
-            layout="dense",
-            stored_bytes=self._stored(escape(name)),
-            nbytes=math.prod(shape) * dtype.itemsize,
-            codec=codec,
         )
 
     def read_tensor(
@@ -263,8 +254,8 @@ class Reader:
         if math.prod(z.shape) == 0:  # (zarr's z.size: a NumPy reduction, 14 us)
             return np.empty(z.shape, z.dtype)
         with self._as_corrupt(name):
-            check_size(z, self._store)
-            value = read_weights(z, z.path in self._store.strict)
+            check_size(z, self._reads)
+            value = read_weights(z, z.path in self._files.strict)
             return z[...] if value is None else value
 
     @contextlib.contextmanager
@@ -296,8 +287,8 @@ class Reader:
     def _pieces(self, name: str, own: Declared) -> Iterator[np.ndarray]:
         with self._as_corrupt(name):
             if math.prod(own.shape):
-                check_size(own, self._store)
-            yield from weights_pieces(own, own.path in self._store.strict)
+                check_size(own, self._reads)
+            yield from weights_pieces(own, own.path in self._files.strict)
 
     def _error(self, name: str, exc: Exception) -> CorruptDataError:
         """A CorruptDataError saying ``<container>: tensor '<name>': what``."""
@@ -323,9 +314,11 @@ class Reader:
             raise ValueError(
                 f"tensor {name!r} is {self.layout(name)}: device reads take dense ones"
             )
+        from nncodecs.codecs.device import decode_chunks_on_device, host_to_device
+
         z = self[name]
         try:
-            check_size(z, self._store)  # (before any chunk is looked up)
+            check_size(z, self._reads)  # (before any chunk is looked up)
         except CorruptDataError as exc:
             raise self._error(name, exc) from None
         frames = chunk_frames(z)
@@ -349,7 +342,7 @@ class Reader:
     def _memory_map(self, name: str) -> np.ndarray | None:
         """A read-only map of a raw, one-chunk tensor's bytes, where the store allows."""
         with self._as_corrupt(name):
-            return self._store.memory_map(self[name])
+            return self._store().memory_map(self[name])
 
     def read_into(self, name: str, out: np.ndarray) -> np.ndarray:
         """Read a dense tensor into ``out`` (same shape and dtype)."""
@@ -376,10 +369,10 @@ class Reader:
 
     def close(self) -> None:
         self._closed = True
-        store = getattr(self, "_store", None)  # (absent when opening failed early)
-        if store is not None:
-            store.close_files()
-        if self._owned:
+        files = getattr(self, "_files", None)  # (absent when opening failed early)
+        if files is not None:
+            files.close()
+        if self._owned and self._base is not None:
             self._base.close()
 
     def __enter__(self) -> Self:

@@ -8,16 +8,12 @@ chunks, of many arrays, in one call on Zarr's event loop.
 
 from __future__ import annotations
 
-import asyncio
 import math
-import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from zarr.core.buffer import default_buffer_prototype
-from zarr.core.sync import sync
 
 from nncodecs import _core
 from nncodecs.errors import CorruptDataError
@@ -71,71 +67,48 @@ def parse_chunk_key(key: str, arrays: Mapping[str, Any]) -> tuple[Any, tuple[int
 
 def stored_nbytes(store: Any, path: str) -> int:
     """The bytes of an array's chunks in a store."""
-    return int(sync(store.getsize_prefix(f"{path}/c")))
+    return stored_chunks(store, path)[1]
 
 
 def stored_chunks(store: Any, path: str) -> tuple[int, int]:
     """How many objects hold an array's chunks in a store, and their bytes: from a
-    zip's directory or a folder's entries where the store is one (a wrapper's inner
-    store counts), else from Zarr's listing and its throttled sizes."""
-    from zarr.storage import LocalStore, ZipStore
+    zip's directory or a folder's entries where the store is local (see
+    :meth:`ContainerFiles.stored_chunks`; a CheckedStore's ``files``), else from
+    Zarr's listing and its throttled sizes."""
+    files = getattr(store, "files", store)
+    local = files.stored_chunks(path) if hasattr(files, "stored_chunks") else None
+    if local is not None:
+        return local
+    from zarr.core.sync import sync
 
-    inner = getattr(store, "_store", store)
     head = f"{path}/c"  # (a 0-d array's one chunk is "c" itself)
-    if isinstance(inner, ZipStore) and getattr(inner, "_zf", None) is not None:
-        sizes = [
-            i.compress_size
-            for i in inner._zf.infolist()
-            if not i.is_dir() and (i.filename == head or i.filename.startswith(f"{head}/"))
-        ]
-        return len(sizes), int(sum(sizes))
-    if isinstance(inner, LocalStore):
-        root = os.path.realpath(str(inner.root))
-        top = os.path.join(root, *head.split("/"))
-        if os.path.commonpath([root, os.path.realpath(top)]) != root:  # (never outside it)
-            raise CorruptDataError(f"{path!r}: its chunks resolve outside the container")
-        if os.path.isfile(top):
-            return 1, os.lstat(top).st_size
-        count = total = 0
-        for folder, _, files in os.walk(top):
-            for name in files:
-                count += 1
-                total += os.lstat(os.path.join(folder, name)).st_size
-        return count, total
 
     async def listed() -> int:
         return len([k async for k in store.list_prefix(head) if k == head or k[len(head)] == "/"])
 
-    return sync(listed()), stored_nbytes(store, path)
+    return sync(listed()), int(sync(store.getsize_prefix(head)))
 
 
 def stored_sizes(store: Any) -> dict[str, int]:
     """The bytes of every node in a store (its chunks and its ``zarr.json``; in a
-    zip, as stored: metadata deflated), by path, from one listing.
+    zip, as stored: metadata deflated), by path, from one listing (of the local
+    files where ``store`` is a ContainerFiles, else Zarr's).
 
     Asking array by array lists the store once per array (a zip's whole directory
     each time): quadratic in the tensors of a model.
     """
 
     async def sizes() -> list[tuple[str, int]]:
+        import asyncio
+
         keys = [key async for key in store.list()]
         got = await asyncio.gather(*(store.getsize(key) for key in keys))
         return list(zip(keys, got, strict=True))
 
-    from zarr.storage import LocalStore, ZipStore
+    found = store.stored_keys() if hasattr(store, "stored_keys") else None
+    if found is None:
+        from zarr.core.sync import sync
 
-    if isinstance(store, ZipStore) and getattr(store, "_zf", None) is not None:
-        # (a zip's directory holds them all: its bytes as stored, metadata deflated)
-        found = [(i.filename, i.compress_size) for i in store._zf.infolist() if not i.is_dir()]
-    elif isinstance(store, LocalStore):
-        found = []
-        root = str(store.root)
-        for folder, _, files in os.walk(root):
-            rel = os.path.relpath(folder, root).replace(os.sep, "/")
-            for name in files:
-                key = name if rel == "." else f"{rel}/{name}"
-                found.append((key, os.lstat(os.path.join(folder, name)).st_size))
-    else:
         found = sync(sizes())
     out: dict[str, int] = {}
     for key, n in found:
@@ -274,22 +247,34 @@ def default_keys(z: Any) -> bool:
 
 async def get_many(store: Any, keys: list[str]) -> list[Any]:
     """The buffers of many keys (``None`` where absent), read concurrently."""
+    import asyncio
+
+    from zarr.core.buffer import default_buffer_prototype
+
     proto = default_buffer_prototype()
     return list(await asyncio.gather(*(store.get(k, prototype=proto) for k in keys)))
 
 
 def read_many(store: Any, keys: list[str]) -> list[Any]:
     """:func:`get_many` from synchronous code: one call on Zarr's event loop."""
+    from zarr.core.sync import sync
+
     return sync(get_many(store, keys))
 
 
 async def exist_many(store: Any, keys: list[str]) -> list[bool]:
     """Whether each key is in the store."""
+    import asyncio
+
     return list(await asyncio.gather(*(store.exists(k) for k in keys)))
 
 
 async def set_many(store: Any, items: Mapping[str, bytes]) -> None:
     """Store many values, concurrently."""
+    import asyncio
+
+    from zarr.core.buffer import default_buffer_prototype
+
     buffer = default_buffer_prototype().buffer
     await asyncio.gather(*(store.set(k, buffer.from_bytes(v)) for k, v in items.items()))
 
@@ -312,7 +297,7 @@ def chunk_bytes(arrays: list[Any]) -> list[list[np.ndarray | None] | None]:
         plans.append((z, g))
         ndim = len(z.shape)
         keys += [_chunk_key(z, (i, *[0] * (ndim - 1)) if ndim else ()) for i in range(g.objects)]
-    buffers = iter(read_many(store_of(arrays[0]), keys) if keys else [])
+    buffers = iter(_read(store_of(arrays[0]), keys) if keys else [])
     out: list[list[np.ndarray | None] | None] = []
     for plan in plans:
         if plan is None:
@@ -320,11 +305,11 @@ def chunk_bytes(arrays: list[Any]) -> list[list[np.ndarray | None] | None]:
             continue
         z, g = plan
         if not g.per:
-            out.append([_bytes_of(next(buffers)) for _ in range(g.count)])
+            out.append([next(buffers) for _ in range(g.count)])
             continue
         chunks: list[np.ndarray | None] = []
         for s in range(g.objects):
-            chunks += _shard_chunks(z, s, g, _bytes_of(next(buffers)))
+            chunks += _shard_chunks(z, s, g, next(buffers))
         out.append(chunks)
     return out
 
@@ -348,10 +333,7 @@ def chunk_windows(
     for first in range(0, g.objects, step):
         objects = range(first, min(g.objects, first + step))
         keys = [_chunk_key(z, (i, *[0] * (ndim - 1)) if ndim else ()) for i in objects]
-        now = getattr(store, "read_now", None)
-        got = now(keys) if now is not None else None  # (uint8 arrays, read here and now)
-        if got is None:
-            got = [_bytes_of(b) for b in read_many(store, keys)]
+        got = _read(store, keys)
         if not g.per:
             yield got
             continue
@@ -359,6 +341,14 @@ def chunk_windows(
         for s, raw in zip(objects, got, strict=True):
             chunks += _shard_chunks(z, s, g, raw)
         yield chunks
+
+
+def _read(store: Any, keys: list[str]) -> list[np.ndarray | None]:
+    """The values of ``keys`` as uint8 arrays (``None`` where absent): read here and now
+    where the store can, else in one batch on Zarr's event loop."""
+    now = getattr(store, "read_now", None)
+    got = now(keys) if now is not None else None
+    return got if got is not None else [_bytes_of(b) for b in read_many(store, keys)]
 
 
 def _chunk_key(z: Any, coords: tuple[int, ...]) -> str:

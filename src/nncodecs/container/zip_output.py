@@ -17,7 +17,8 @@ import time
 import zipfile
 from pathlib import PurePosixPath
 
-from nncodecs.container._store import open_zip, zip_problems
+from nncodecs.container._store import open_zip
+from nncodecs.container.files import zip_problems
 from nncodecs.container.output import LockedOutput, remove_settled
 from nncodecs.errors import CorruptDataError
 from nncodecs.outputs import _remove, check_output, publish, temp_path, uninterrupted

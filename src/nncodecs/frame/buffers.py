@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numcodecs.compat import ndarray_copy
 
 from nncodecs.dtypes import array_kind, as_numpy, dtype_name, native_dtype, normalize_dtype
 
@@ -111,4 +110,6 @@ def copy_out(decoded: np.ndarray, out: np.ndarray) -> None:
         # An F-ordered or strided array: element by element, in logical order.
         np.copyto(out, decoded.view(out.dtype).reshape(out.shape))
     else:
+        from numcodecs.compat import ndarray_copy  # (imported here: a fifth of what a read loads)
+
         ndarray_copy(decoded, out)

@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from nncodecs.container import Reader, Writer
 from nncodecs.container.gcpause import collector_paused
+from nncodecs.container.reader import Reader
 
 __all__ = ["load_state_dict", "save_state_dict"]
 
@@ -21,6 +21,8 @@ def save_state_dict(state_dict: dict[str, Any], path: Any, codec: str = "auto") 
     """Write a state dict; tensors that share storage (the same view) are stored once."""
     seen: dict[tuple, str] = {}
     tied: dict[str, str] = {}
+    from nncodecs.container.writer import Writer  # (a process that only loads needs none)
+
     with Writer(path, codec=codec) as w:
         for name, tensor in state_dict.items():
             key = (

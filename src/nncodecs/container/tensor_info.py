@@ -1,0 +1,55 @@
+"""What a Reader tells of one tensor without reading it: :class:`TensorInfo`."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
+
+from nncodecs.container import layout
+from nncodecs.container.declared import codec_label, doc_dtype
+from nncodecs.dtypes import dtype_name
+from nncodecs.errors import CorruptDataError
+
+__all__ = ["TensorInfo", "info_from_doc"]
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """What the container knows of one tensor."""
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    layout: str
+    stored_bytes: int
+    nbytes: int
+    codec: str
+
+
+def info_from_doc(name: str, doc: Any, attrs: Any, stored_bytes: int) -> TensorInfo:
+    """The info of a dense tensor from its zarr.json (no Zarr array made: a model's
+    thousands of tensors are listed at once), checked against its records as a
+    first use checks it (CorruptDataError saying ``tensor '<name>': what``)."""
+    try:
+        shape = tuple(doc["shape"])
+        if not all(type(d) is int and d >= 0 for d in shape):
+            raise ValueError(f"shape {list(shape)}")
+        dtype = doc_dtype(doc)
+        kind = dtype_name(dtype)
+        codec = codec_label(doc["codecs"])
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise CorruptDataError(f"tensor {name!r}: unreadable metadata ({exc})") from None
+    problem = layout.shape_problem(SimpleNamespace(shape=shape, dtype=dtype), attrs)
+    if problem is not None:
+        raise CorruptDataError(f"tensor {name!r}: {problem}")
+    return TensorInfo(
+        name=name,
+        dtype=kind,
+        shape=shape,
+        layout="dense",
+        stored_bytes=stored_bytes,
+        nbytes=math.prod(shape) * dtype.itemsize,
+        codec=codec,
+    )
