@@ -23,7 +23,8 @@ import zarr
 from zarr.storage import MemoryStore, ZipStore
 
 import nncodecs
-from nncodecs.container import layout, zarr_docs
+from nncodecs.container import docs, layout, zarr_docs
+from nncodecs.dtypes import SUPPORTED_DTYPES, normalize_dtype
 
 RNG = np.random.default_rng(7)
 
@@ -60,6 +61,18 @@ def _write(target: Path, chunk_bytes: int = 64 << 10) -> None:
 def _group(target: Path, consolidated: bool = True) -> zarr.Group:
     store = ZipStore(target, mode="r") if target.suffix == ".zip" else target
     return zarr.open_group(store, mode="r", use_consolidated=consolidated)
+
+
+@pytest.mark.parametrize("name", [*SUPPORTED_DTYPES, ">f4", ">u2"])
+def test_the_weights_codecs_templates_are_zarrs(name: str) -> None:
+    """The Writer makes the weights codec's documents itself (no Zarr imported): each
+    kind must be the very document Zarr writes for it."""
+    dtype = normalize_dtype(name)
+    for ndim in range(4):
+        for codec in ("auto", "rans", "huffman"):
+            for sharded in (False, True) if ndim else (False,):
+                ours = docs.template(dtype, ndim, codec, sharded).doc
+                assert ours == docs.zarr_doc(dtype, ndim, codec, sharded)[0], (ndim, codec)
 
 
 @pytest.mark.parametrize("suffix", [".zarr", ".zarr.zip"])

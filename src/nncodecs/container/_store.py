@@ -17,12 +17,14 @@ import numpy as np
 from zarr.abc.store import Store
 from zarr.storage import LocalStore, WrapperStore, ZipStore
 
-from nncodecs.container import storage
+from nncodecs.container import storage, zarr_docs
 from nncodecs.container.files import ContainerFiles, check_zip, is_zip_target
 from nncodecs.errors import CorruptDataError, NotAContainerError
 from nncodecs.outputs import is_url
 
 __all__ = ["CheckedStore", "describe_target", "files_of", "open_store", "zarr_store"]
+
+zarr_docs.zarr_with_types()  # (every Zarr store of nncodecs' is made here)
 
 
 def local_path(target: Any) -> Path | None:

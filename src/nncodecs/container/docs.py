@@ -2,12 +2,14 @@
 
 A Writer does not create its arrays through Zarr (one ``zarr.json`` write,
 one read-back and one attribute rewrite per array, each a trip through
-Zarr's event loop). Zarr makes one *template* per kind of array (element
-type, rank, codec, sharded or not), in memory, and every array's document is
-that template with its shape, chunk shapes, dimension names and attributes
-put in: the codecs' JSON, the fill value's encoding and the data type's name
-are Zarr's own, on every Zarr version. Documents are written as compact JSON.
-A template also holds its chunk encoder, its settings worked out once.
+Zarr's event loop). Each array's document is the *template* of its kind of
+array (element type, rank, codec, sharded or not) with its shape, chunk
+shapes, dimension names and attributes put in. The weights codec's templates
+are made here, as Zarr makes them (``tests/test_container_direct.py``
+compares every kind with Zarr's own, on each Zarr version), so that writing
+local files needs no Zarr; Zarr makes the others (zstd, raw) in memory.
+Documents are written as compact JSON. A template also holds its chunk
+encoder, its settings worked out once.
 """
 
 from __future__ import annotations
@@ -18,20 +20,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import zarr
-from numcodecs import Zstd
-from zarr.codecs import BytesCodec, ZstdCodec
-from zarr.core.buffer import default_buffer_prototype
-from zarr.core.sync import sync
-from zarr.storage import MemoryStore
 
-from nncodecs.codecs.weights import Weights
 from nncodecs.container import layout
+from nncodecs.dtypes import SUPPORTED_DTYPES, dtype_name
 from nncodecs.frame import encode_frame
 from nncodecs.frame.buffers import as_byte_view
-from nncodecs.frame.params import frame_settings, row_length
+from nncodecs.frame.params import WEIGHTS, frame_settings, row_length
+from nncodecs.frame.weights import CODEC_ID
 
-__all__ = ["Template", "array_doc", "dumps", "group_doc", "template"]
+__all__ = ["Template", "array_doc", "dumps", "group_doc", "template", "zarr_doc"]
 
 
 def dumps(doc: dict[str, Any]) -> bytes:
@@ -44,9 +41,8 @@ class Template:
     """A kind of array, as Zarr describes it."""
 
     doc: dict[str, Any]  # the zarr.json of an array of this kind
-    codecs: tuple[Any, ...]  # the codecs of each chunk (inside the shard when sharded)
     sharded: bool
-    encode: Any  # a chunk (C-contiguous, little-endian) -> its bytes under ``codecs``
+    encode: Any  # a chunk (C-contiguous, little-endian) -> its bytes under its codecs
 
 
 def template(dtype: np.dtype, ndim: int, codec: str, sharded: bool) -> Template:
@@ -55,8 +51,71 @@ def template(dtype: np.dtype, ndim: int, codec: str, sharded: bool) -> Template:
     return _template(np.dtype(dtype), int(ndim), codec, bool(sharded))
 
 
+#: The Zarr v3 names of the data types the weights codec holds (Zarr's own, and
+#: nncodecs.codecs.zarr_dtypes' for the ML floats), and their default fill values.
+_DATA_TYPES = {n: n for n in SUPPORTED_DTYPES} | {"float8_e4m3fn": "nncodecs.float8_e4m3fn"}
+_SHARD_INDEX = [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]
+
+
 @functools.lru_cache(maxsize=256)
 def _template(dtype: np.dtype, ndim: int, codec: str, sharded: bool) -> Template:
+    if codec not in ("auto", "rans", "huffman"):
+        return _zarr_template(dtype, ndim, codec, sharded)
+    # The weights codec's arrays, written as Zarr writes them (tests compare the two on
+    # every Zarr version): no Zarr imported by a Writer of local files (a fifth of a
+    # second and ~25 MiB of every compress).
+    name = dtype_name(dtype)
+    kind = "b" if name == "bool" else "i" if "int" in name else "f"
+    settings = WEIGHTS.check({"coder": codec, "dtype": name, "zstd_level": 3})
+    weights = {"name": CODEC_ID, "configuration": settings}
+    codecs = [weights]
+    if sharded:
+        config = {"chunk_shape": [1] * ndim, "codecs": [weights], "index_codecs": _SHARD_INDEX,
+                  "index_location": "end"}  # fmt: skip
+        codecs = [{"name": "sharding_indexed", "configuration": config}]
+    doc = {
+        "shape": [2] * ndim,
+        "data_type": _DATA_TYPES[name],
+        "chunk_grid": {
+            "name": "regular",
+            "configuration": {"chunk_shape": [2 if sharded else 1] * ndim},
+        },
+        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+        "fill_value": {"b": False, "i": 0, "f": 0.0}[kind],
+        "codecs": codecs,
+        "attributes": {},
+        "zarr_format": 3,
+        "node_type": "array",
+        "storage_transformers": [],
+    }
+    if ndim:
+        doc["dimension_names"] = [f"d{i}" for i in range(ndim)]
+    return Template(doc, sharded, _weights_encoder(settings, dtype))
+
+
+def _weights_encoder(settings: dict[str, Any], dtype: np.dtype) -> Any:
+    keywords = frame_settings(settings, dtype)
+
+    def weights(chunk: np.ndarray) -> bytes:
+        return encode_frame(as_byte_view(chunk), **keywords, row_length=row_length(chunk.shape))
+
+    return weights
+
+
+def _zarr_template(dtype: np.dtype, ndim: int, codec: str, sharded: bool) -> Template:
+    """The template of another codec's arrays (zstd, raw), as Zarr makes it."""
+    doc, codecs = zarr_doc(dtype, ndim, codec, sharded)
+    return Template(doc, sharded, _chunk_encoder(codecs))
+
+
+def zarr_doc(dtype: np.dtype, ndim: int, codec: str, sharded: bool) -> tuple[dict, tuple]:
+    """The zarr.json Zarr writes for an array of a kind (shape 2 on each axis, chunks of
+    1), and its Zarr codecs of each chunk (inside the shard when sharded)."""
+    import zarr
+    from zarr.core.buffer import default_buffer_prototype
+    from zarr.core.sync import sync
+    from zarr.storage import MemoryStore
+
     store = MemoryStore()
     extra: dict[str, Any] = {}
     if ndim:
@@ -83,18 +142,14 @@ def _template(dtype: np.dtype, ndim: int, codec: str, sharded: bool) -> Template
             # (storage.py reads and writes only this index layout)
             raise NotImplementedError(f"this Zarr lays out shard indexes otherwise: {config}")
         codecs = tuple(shard.codecs)
-    return Template(doc, codecs, sharded, _chunk_encoder(codecs, dtype))
+    return doc, codecs
 
 
-def _chunk_encoder(codecs: tuple[Any, ...], dtype: np.dtype) -> Any:
-    """bytes of one chunk under a chain of codecs, as Zarr would store them."""
-    if len(codecs) == 1 and isinstance(codecs[0], Weights):
-        settings = frame_settings(codecs[0]._settings(), dtype)
+def _chunk_encoder(codecs: tuple[Any, ...]) -> Any:
+    """bytes of one chunk under a chain of Zarr's codecs, as Zarr would store them."""
+    from numcodecs import Zstd
+    from zarr.codecs import BytesCodec, ZstdCodec
 
-        def weights(chunk: np.ndarray) -> bytes:
-            return encode_frame(as_byte_view(chunk), **settings, row_length=row_length(chunk.shape))
-
-        return weights
     if isinstance(codecs[0], BytesCodec) and len(codecs) == 1:
         return lambda chunk: chunk.tobytes()
     if isinstance(codecs[0], BytesCodec) and len(codecs) == 2 and isinstance(codecs[1], ZstdCodec):

@@ -5,7 +5,8 @@ place), a directory container (a temporary renamed into place at the first
 commit, or written in place when appended to) and a zip container (a staging
 directory zipped and renamed over the target at each commit). Local outputs
 hold the target's lock; every path they create beside a target comes from
-:mod:`nncodecs.outputs`.
+:mod:`nncodecs.outputs`. Local outputs write their files themselves: Zarr is
+imported only for a store or URL target, or a directory appended to.
 """
 
 from __future__ import annotations
@@ -13,13 +14,10 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import sys
 import uuid
 from pathlib import Path
 from typing import Any
-
-import zarr
-from zarr.core.sync import sync
-from zarr.storage import LocalStore
 
 from nncodecs.container import layout, storage
 from nncodecs.outputs import (
@@ -44,6 +42,8 @@ def settle(timeout: float = 120.0) -> None:
     writes running. Removing a temporary under them would let them recreate
     part of it, so an abandoning writer waits for them first.
     """
+    if "zarr.core.sync" not in sys.modules:
+        return  # (no Zarr in this process: nothing of it running)
     import asyncio
 
     from zarr.core import sync as zsync
@@ -89,11 +89,15 @@ class Output:
 
     def put(self, items: dict[str, bytes]) -> None:
         """Write objects by key (chunks, or metadata documents ``.../zarr.json``)."""
+        from zarr.core.sync import sync
+
         sync(storage.set_many(self.store, items))
 
     def discard(self, path: str) -> None:
         """Remove what an unfinished write left under a node (before it is written again)."""
         if self.in_place:
+            from zarr.core.sync import sync
+
             sync(self.store.delete_dir(path))
 
     def adopt(self, nodes: set[str]) -> None:
@@ -111,7 +115,10 @@ class Output:
 
     def close(self) -> None:
         if self.owned:
-            self.store.close()
+            self._close_store()
+
+    def _close_store(self) -> None:
+        self.store.close()
 
 
 class StoreOutput(Output):
@@ -123,6 +130,9 @@ class StoreOutput(Output):
 
     def check_replaceable(self, target: Any, overwrite: bool) -> None:
         """Mode "w": nothing there, or (overwrite) an nncodecs container."""
+        import zarr
+        from zarr.core.sync import sync
+
         if sync(self.store.is_empty("")):
             return
         where = target if is_url(target) else type(self.store).__name__
@@ -196,7 +206,22 @@ class DirOutput(LockedOutput):
             except BaseException:
                 _remove(self.temp)
                 raise
-        self.store = LocalStore(self.root)
+        self._store: Any = None
+
+    @property
+    def store(self) -> Any:  # type: ignore[override]
+        """A Zarr store of the directory, made where one is needed (appending reads
+        the container through it)."""
+        if self._store is None:
+            from zarr.storage import LocalStore
+
+            self._store = LocalStore(self.root)
+        return self._store
+
+    def _close_store(self) -> None:
+        store, self._store = self._store, None
+        if store is not None:
+            store.close()
 
     def put(self, items: dict[str, bytes]) -> None:
         root = str(self.root)
@@ -232,17 +257,16 @@ class DirOutput(LockedOutput):
         self.put({"zarr.json": root})
         if self.in_place:
             return
-        self.store.close()
+        self._close_store()
         publish(self.temp, self.path, force=self.overwrite)
         self.in_place = True
         self.root = self.path
         self._dirs.clear()
-        self.store = LocalStore(self.path)
 
     def abandon(self) -> None:
         try:
             settle()  # (writes an interrupt left running, in place or not)
-            self.store.close()
+            self._close_store()
             if not self.in_place:
                 uninterrupted(remove_settled, self.temp)
         finally:

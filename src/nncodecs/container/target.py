@@ -4,13 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from zarr.abc.store import Store
-
-from nncodecs.container._store import local_path, open_store
+from nncodecs.container.files import local_target
 from nncodecs.container.output import DirOutput, Output, StoreOutput
 from nncodecs.container.zip_output import ZipOutput
 from nncodecs.errors import NotAContainerError
-from nncodecs.outputs import is_url
 
 __all__ = ["open_output"]
 
@@ -18,16 +15,20 @@ __all__ = ["open_output"]
 def open_output(
     target: Any, mode: str, overwrite: bool, storage_options: dict[str, Any] | None
 ) -> Output:
-    """The Output of a Writer's target (see :class:`nncodecs.Writer`)."""
-    if isinstance(target, Store):
-        return StoreOutput(target, owned=False)
-    if is_url(target):
-        store, owned = open_store(target, mode, storage_options)
+    """The Output of a Writer's target (see :class:`nncodecs.Writer`). A local path
+    needs no Zarr; a store or URL is Zarr's."""
+    path = local_target(target)
+    if path is None:
+        from zarr.abc.store import Store
+
+        from nncodecs.container._store import open_store
+
+        if isinstance(target, Store):
+            return StoreOutput(target, owned=False)
+        store, owned = open_store(target, mode, storage_options)  # (TypeError: not a target)
         return StoreOutput(store, owned)
     if storage_options:
         raise ValueError("storage_options go with a URL target (s3://...)")
-    path = local_path(target)
-    assert path is not None
     if path.suffix == ".zip":
         return ZipOutput(path, mode, overwrite)
     if path.is_file() and not path.is_symlink():

@@ -8,7 +8,6 @@ from typing import Any, Self
 import numpy as np
 
 from nncodecs.container import composite, docs, encoding, layout, storage
-from nncodecs.container._store import CheckedStore, describe_target
 from nncodecs.container.arrays import to_host_array
 from nncodecs.container.batches import Batches
 from nncodecs.container.names import escape
@@ -126,6 +125,8 @@ class Writer:
 
     def _adopt(self, store: Any) -> None:
         """Mode "a": the container's tensors, metadata and documents, kept as they are."""
+        from nncodecs.container._store import CheckedStore, describe_target
+
         where = describe_target(store)
         _, attrs, members = layout.open_container(CheckedStore(store), where)
         self._names = layout.tensor_order(attrs, members)

@@ -18,16 +18,31 @@ import numpy as np
 
 from nncodecs.errors import CorruptDataError
 
-__all__ = ["DOC_KEYS", "array_from_doc", "data_type", "doc_dtype", "open_group_node"]
+__all__ = [
+    "DOC_KEYS", "array_from_doc", "data_type", "doc_dtype", "open_group_node", "zarr_with_types",
+]  # fmt: skip
+
+
+def zarr_with_types() -> Any:
+    """``zarr``, with nncodecs' data types in its registry: zarr 3.1 does not load them
+    by itself, and nncodecs' start-up hook misses a process whose zarr came in past
+    it (pytest imports zarr's own plugin through its assertion rewriter). Every use
+    of Zarr here and in ``_store.py`` comes through this."""
+    import zarr
+
+    import nncodecs.codecs.zarr_dtypes  # noqa: F401  (registers them, once)
+
+    return zarr
 
 
 def open_group_node(store: Callable[[], Any], path: str) -> Any:
-    import zarr
+    zarr = zarr_with_types()
 
     return zarr.open_group(store(), path=path, mode="r")
 
 
 def array_from_doc(store: Callable[[], Any], path: str, doc: dict[str, Any]) -> Any:
+    zarr_with_types()
     from zarr.core.array import Array, AsyncArray
     from zarr.storage import StorePath
 
@@ -88,6 +103,7 @@ _CACHED_CHARS = 4096
 @functools.lru_cache(maxsize=256)
 def data_type(text: str) -> Any:
     """Zarr's data type of its JSON (``text``: sorted-key ``json.dumps``)."""
+    zarr_with_types()
     from zarr.core.dtype import get_data_type_from_json
 
     return get_data_type_from_json(json.loads(text), zarr_format=3)
@@ -95,6 +111,7 @@ def data_type(text: str) -> Any:
 
 @functools.lru_cache(maxsize=256)
 def _codecs(text: str) -> Any:
+    zarr_with_types()
     from zarr.core.metadata.v3 import parse_codecs
 
     return parse_codecs(json.loads(text))

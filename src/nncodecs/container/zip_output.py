@@ -17,7 +17,6 @@ import time
 import zipfile
 from pathlib import PurePosixPath
 
-from nncodecs.container._store import open_zip
 from nncodecs.container.files import zip_problems
 from nncodecs.container.output import LockedOutput, remove_settled
 from nncodecs.errors import CorruptDataError
@@ -54,6 +53,8 @@ class ZipOutput(LockedOutput):
             self.temp.mkdir(parents=True)
             self.zip_path = self.temp / "new.zip"
             if mode == "a":
+                from nncodecs.container._store import open_zip  # (Zarr: only to append)
+
                 self.store = open_zip(path)  # read: what the container holds
                 bad = zip_problems(self.store._zf)
                 if bad:
