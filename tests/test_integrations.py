@@ -89,6 +89,41 @@ def test_torch_state_dict_keeps_dtypes_and_ties(torch: Any, tmp_path: Path) -> N
     np.testing.assert_array_equal(fresh.bias.detach().numpy(), model.bias.detach().numpy())
 
 
+def test_a_corrupt_tensor_fails_a_load_by_name_and_stops_the_reads(
+    torch: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """load_state_dict reads two tensors at once: the order and every byte are kept, and
+    the first corrupt tensor is the error (no tensor read after the pool saw it)."""
+    import torch as th
+
+    import nncodecs
+    from nncodecs.container.reader import Reader
+    from nncodecs.integrations.torch import load_state_dict, save_state_dict
+
+    nncodecs.set_threads(2)
+    state = {f"layer.{i}.weight": th.randn(64, 8) * (i + 1) for i in range(200)}
+    save_state_dict(state, tmp_path / "m.zarr")
+    back = load_state_dict(tmp_path / "m.zarr")
+    assert list(back) == list(state)
+    assert all(th.equal(back[n], t) for n, t in state.items())
+    node = tmp_path / "m.zarr" / "layer.20.weight"
+    chunk = next(p for p in (node / "c").rglob("*") if p.is_file())
+    raw = bytearray(chunk.read_bytes())
+    raw[len(raw) // 2] ^= 0xFF
+    chunk.write_bytes(bytes(raw))
+    seen: list[str] = []
+    real = Reader.read_tensor
+
+    def counted(self: Any, name: str, *args: Any, **kwargs: Any) -> Any:
+        seen.append(name)
+        return real(self, name, *args, **kwargs)
+
+    monkeypatch.setattr(Reader, "read_tensor", counted)
+    with pytest.raises(nncodecs.CorruptDataError, match=r"'layer\.20\.weight'"):
+        load_state_dict(tmp_path / "m.zarr")
+    assert len(seen) <= 23  # (layer.20 and at most the two in flight beside it)
+
+
 def test_transformers_model_from_a_container_gives_the_same_outputs(
     torch: Any, tmp_path: Path
 ) -> None:

@@ -7,10 +7,13 @@ are stored once; ``load_state_dict`` gives back one tensor under every name.
 from __future__ import annotations
 
 import json
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from nncodecs.container.gcpause import collector_paused
 from nncodecs.container.reader import Reader
+from nncodecs.frame import get_threads
 
 __all__ = ["load_state_dict", "save_state_dict"]
 
@@ -47,12 +50,37 @@ def load_state_dict(path: Any, device: str = "cpu") -> dict[str, Any]:
     with collector_paused(), Reader(path) as r:
         tied = json.loads(r.metadata.get(_TIED, "{}"))
         order = json.loads(r.metadata.get("torch.order", "null")) or r.keys()
+        names = [name for name in order if name not in tied]
         out: dict[str, Any] = {}
-        for name in order:
-            if name in tied:
-                continue
-            tensor = r.read_tensor(name, to="torch", check=True)
+        for name, tensor in zip(names, _read_all(r, names), strict=True):
             out[name] = tensor if device == "cpu" else tensor.to(device)
         for name, target in tied.items():
             out[name] = out[target]
         return {name: out[name] for name in order}
+
+
+def _read_all(r: Reader, names: list[str]) -> list[Any]:
+    """Every tensor of ``names`` as torch, checked, two read at once where the codecs
+    have two threads: one tensor's Python work, file read and page faults overlap the
+    other's decoding (on two cores, the generated 1 GiB model loaded in 0.49 s instead
+    of 0.77, the 2,472-tensor one in 0.77-0.83 s instead of 1.05-1.09)."""
+    if get_threads() < 2 or len(names) < 2:
+        return [r.read_tensor(name, to="torch", check=True) for name in names]
+    failed = threading.Event()
+
+    def read(name: str) -> Any:
+        if failed.is_set():  # (the first error is the answer: no more reads)
+            return None
+        try:
+            return r.read_tensor(name, to="torch", check=True)
+        except BaseException:
+            failed.set()
+            raise
+
+    with ThreadPoolExecutor(2, thread_name_prefix="nncodecs-load") as pool:
+        futures = [pool.submit(read, name) for name in names]
+        try:
+            return [f.result() for f in futures]
+        except BaseException:
+            failed.set()  # (an interrupt in this thread stops the reads too)
+            raise
