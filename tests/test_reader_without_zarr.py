@@ -31,6 +31,7 @@ TENSORS = {
     "fp8": ((RNG.standard_normal((64, 32)) * 0.5).astype(ml_dtypes.float8_e4m3fn), "huffman"),
     "ids": (np.arange(512, dtype=np.int64).reshape(1, 512), "auto"),
     "scalar": (np.float32(2.5), "auto"),
+    "mask": (np.tril(np.ones((8, 8), dtype=bool)), "auto"),
     "raw": (np.arange(60, dtype=np.float32).reshape(6, 10), "raw"),
 }
 
@@ -167,7 +168,7 @@ def test_data_types_and_fill_values_read_as_zarr_reads_them(name: str) -> None:
     for fill in _FILLS:
         if not declared._plain(fill):
             continue  # (not a fill value whole reads take: Zarr's parser reads the array)
-        ours = _outcome(declared._fill_value.__wrapped__, text, fill)
+        ours = _outcome(declared._fill_value.__wrapped__, text, json.dumps(fill))
         zarrs = _outcome(
             lambda t, f: zarr_docs.data_type(t).from_json_scalar(f, zarr_format=3), text, fill
         )
@@ -175,6 +176,15 @@ def test_data_types_and_fill_values_read_as_zarr_reads_them(name: str) -> None:
             assert ours[0] == "error", (name, fill)
         else:
             assert ours == zarrs, (name, fill)
+
+
+def test_fill_values_equal_as_python_keys_stay_apart() -> None:
+    """0, 0.0, -0.0 and false are one key to a cache of Python values: the fill values
+    are cached by their JSON text, so -0.0 keeps its sign after 0.0 was read."""
+    text = json.dumps("float32")
+    assert np.signbit(declared._fill_value(text, "0.0")) == np.False_
+    assert np.signbit(declared._fill_value(text, "-0.0")) == np.True_
+    assert declared._fill_value(json.dumps("bool"), "false") == np.False_
 
 
 _CONFIGS = [

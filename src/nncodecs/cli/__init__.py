@@ -20,7 +20,10 @@ __all__ = ["main"]
 def main(argv: list[str] | None = None) -> int:
     """Run the command; errors are one line on stderr: exit 1, or 2 for a usage error."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except BrokenPipeError:  # (``nncodecs --help | head -1``)
+        return _closed_pipe()
     previous = _terminate_as_interrupt()
     try:
         return _run(args)
@@ -50,10 +53,7 @@ def _run(args: argparse.Namespace) -> int:
         _quiet_exit()
         return 130
     except BrokenPipeError:  # (``nncodecs info ... | head``: the reader has all it wanted)
-        # Quiet, as ``ls | head`` is; stdout goes nowhere from here, so that Python's own
-        # flush at exit does not fail again (its buffer is lost with the pipe anyway).
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 141  # (128 + SIGPIPE, as a shell reports a command the pipe stopped)
+        return _closed_pipe()
     except Exception as exc:  # one line for people, not a traceback
         from nncodecs.errors import CorruptDataError
 
@@ -62,6 +62,14 @@ def _run(args: argparse.Namespace) -> int:
         print(f"nncodecs: {kind}: {_with_path(text, exc, args)}", file=sys.stderr)
         _quiet_exit()
         return 1
+
+
+def _closed_pipe() -> int:
+    """Quiet, as ``ls | head`` is, when stdout's reader went away: stdout goes nowhere
+    from here, so that Python's own flush at exit does not fail again (its buffer is
+    lost with the pipe anyway); 141 = 128 + SIGPIPE, as a shell reports such a command."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 141
 
 
 def _terminate_as_interrupt() -> Any:

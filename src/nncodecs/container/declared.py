@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from nncodecs.container import zarr_docs
+from nncodecs.container import storage, zarr_docs
 from nncodecs.dtypes import SUPPORTED_DTYPES, dtype_name, normalize_dtype
 from nncodecs.errors import CorruptDataError
 from nncodecs.frame.params import WEIGHTS
@@ -35,10 +35,6 @@ __all__ = ["Declared", "codec_label", "declared"]
 
 _KEY_ENCODING = {"name": "default", "configuration": {"separator": "/"}}
 _SHARDING_KEYS = frozenset(("chunk_shape", "codecs", "index_codecs", "index_location"))
-_SHARD_INDEX = [
-    {"name": "bytes", "configuration": {"endian": "little"}},
-    {"name": "crc32c"},
-]
 
 
 @dataclass(frozen=True, eq=False)
@@ -73,10 +69,8 @@ def _ints(value: Any) -> tuple[int, ...] | None:
 
 
 def _plain(fill: Any) -> bool:
-    """Whether a fill value is a JSON number or a non-finite float's name (the fill values
-    nncodecs writes; a hex or list form goes through Zarr's own parser)."""
-    if isinstance(fill, bool):
-        return False
+    """Whether a fill value is a JSON number, a boolean or a non-finite float's name (the
+    fill values nncodecs writes; a hex or list form goes through Zarr's own parser)."""
     return isinstance(fill, int | float) or fill in ("NaN", "Infinity", "-Infinity")
 
 
@@ -125,7 +119,7 @@ def declared(store: Any, path: str, doc: dict[str, Any]) -> Declared | None:
         chunks, inner = _ints(config.get("chunk_shape")), config.get("codecs")
         if chunks is None or len(chunks) != len(shape) or 0 in chunks:
             return None
-        if config.get("index_codecs") != _SHARD_INDEX or any(
+        if config.get("index_codecs") != storage.SHARD_INDEX or any(
             s % c for s, c in zip(outer, chunks, strict=True)
         ):
             return None  # (Zarr's parser says what is wrong)
@@ -147,7 +141,9 @@ def declared(store: Any, path: str, doc: dict[str, Any]) -> Declared | None:
         configured = _weights_dtype(json.dumps(inner[0], sort_keys=True))
         if configured is not None and configured != name:
             raise ValueError(f"its codec is configured for {configured}, it holds {dtype}")
-        fill = _fill_value(json.dumps(doc["data_type"], sort_keys=True), doc["fill_value"])
+        fill = _fill_value(
+            json.dumps(doc["data_type"], sort_keys=True), json.dumps(doc["fill_value"])
+        )
     except (KeyError, TypeError, ValueError, ArithmeticError) as exc:  # (Zarr's parse)
         raise CorruptDataError(f"tensor node {path!r}: unreadable metadata ({exc})") from None
     return Declared(path, shape, dtype, chunks, shards, fill, attrs, codecs, store)
@@ -156,7 +152,7 @@ def declared(store: Any, path: str, doc: dict[str, Any]) -> Declared | None:
 #: The data types of the weights codec by their Zarr v3 JSON names (Zarr's own, and
 #: those of :mod:`nncodecs.codecs.zarr_dtypes`), read here without Zarr.
 _DATA_TYPES = {
-    **{n: n for n in SUPPORTED_DTYPES if n not in ("bool", "float8_e4m3fn")},
+    **{n: n for n in SUPPORTED_DTYPES if n != "float8_e4m3fn"},
     "nncodecs.float8_e4m3fn": "float8_e4m3fn",
 }
 
@@ -189,14 +185,15 @@ def _weights_dtype(text: str) -> str | None:
 
 
 @functools.lru_cache(maxsize=256)
-def _fill_value(dtype_text: str, fill: int | float | str) -> Any:
-    """A fill value (a JSON number or a non-finite float's name: see :func:`_plain`) read
-    as Zarr reads it for the data type: here where the value is exact in that type,
-    by Zarr's parser otherwise."""
-    name = json.loads(dtype_text)
+def _fill_value(dtype_text: str, fill_text: str) -> Any:
+    """A fill value (``fill_text``: its JSON, a number, a boolean or a non-finite float's
+    name: see :func:`_plain`) read as Zarr reads it for the data type: here where the
+    value is exact in that type, by Zarr's parser otherwise. (Keyed by the JSON texts:
+    0, 0.0, -0.0 and false are equal as Python keys, not as fill values.)"""
+    name, fill = json.loads(dtype_text), json.loads(fill_text)
     if isinstance(name, str) and name in _DATA_TYPES:
         dtype = normalize_dtype(_DATA_TYPES[name])
-        kind = "f" if name not in _INTEGER_TYPES else "i"
+        kind = "b" if name == "bool" else "i" if name in _INTEGER_TYPES else "f"
         exact = _exact(dtype, kind, fill)
         if exact is not None:
             return exact
@@ -212,6 +209,8 @@ _NAMED = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 def _exact(dtype: np.dtype, kind: str, fill: int | float | str) -> Any:
     """``fill`` as a scalar of ``dtype`` where it is exactly that value there (``None``:
     leave it to Zarr, which rounds, refuses or converts as it does)."""
+    if kind == "b":
+        return dtype.type(fill) if type(fill) is bool else None
     if kind == "i":
         info = np.iinfo(dtype)
         if type(fill) is int and info.min <= fill <= info.max:

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from nncodecs.container import layout
+from nncodecs.container import layout, storage
 from nncodecs.dtypes import SUPPORTED_DTYPES, dtype_name
 from nncodecs.frame import encode_frame
 from nncodecs.frame.buffers import as_byte_view
@@ -54,7 +54,6 @@ def template(dtype: np.dtype, ndim: int, codec: str, sharded: bool) -> Template:
 #: The Zarr v3 names of the data types the weights codec holds (Zarr's own, and
 #: nncodecs.codecs.zarr_dtypes' for the ML floats), and their default fill values.
 _DATA_TYPES = {n: n for n in SUPPORTED_DTYPES} | {"float8_e4m3fn": "nncodecs.float8_e4m3fn"}
-_SHARD_INDEX = [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]
 
 
 @functools.lru_cache(maxsize=256)
@@ -70,7 +69,8 @@ def _template(dtype: np.dtype, ndim: int, codec: str, sharded: bool) -> Template
     weights = {"name": CODEC_ID, "configuration": settings}
     codecs = [weights]
     if sharded:
-        config = {"chunk_shape": [1] * ndim, "codecs": [weights], "index_codecs": _SHARD_INDEX,
+        index = storage.SHARD_INDEX
+        config = {"chunk_shape": [1] * ndim, "codecs": [weights], "index_codecs": index,
                   "index_location": "end"}  # fmt: skip
         codecs = [{"name": "sharding_indexed", "configuration": config}]
     doc = {

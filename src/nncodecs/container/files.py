@@ -11,7 +11,9 @@ use of a Zarr object (a slice, a dask array), around this same object.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
 import struct
 import weakref
 import zipfile
@@ -95,21 +97,23 @@ class ZipEntries:
     extra-field length shifts the data), is a :class:`CorruptDataError`.
     """
 
-    def __init__(self, path: str | os.PathLike[str], zf: zipfile.ZipFile) -> None:
+    def __init__(self, path: str | os.PathLike[str], zf: zipfile.ZipFile, own: bool) -> None:
         self.path, self.zf = str(path), zf
         offsets = sorted({info.header_offset for info in zf.infolist()})
         self._next = dict(zip(offsets, [*offsets[1:], zf.start_dir], strict=True))
         self._spans: dict[str, tuple[int, int]] = {}
-        # A descriptor of its own on the zip's open file, read with pread: no open per
-        # entry (which cost more than the read), and closed with the Reader, after which
-        # a read is an error (never a read of whatever file took the number since).
-        self.fd = os.dup(zf.fp.fileno())
-        self._closing = weakref.finalize(self, os.close, self.fd)
+        # Entries are read with pread on the zip's descriptor: no open per entry (which
+        # cost more than the read). ``own``: the caller's zip file, whose descriptor is
+        # read directly; else a duplicate of its own (the zip is another's to close).
+        # Once closed, a read is an error (never a read of whatever file took the number).
+        self.fd = zf.fp.fileno() if own else os.dup(zf.fp.fileno())
+        self._closing = None if own else weakref.finalize(self, os.close, self.fd)
         self.size = os.fstat(self.fd).st_size
 
     def close(self) -> None:
         self.fd = -1
-        self._closing()
+        if self._closing is not None:
+            self._closing()
 
     def _fd(self) -> int:
         if self.fd < 0:
@@ -187,7 +191,7 @@ class ContainerFiles:
         self.strict: dict[str, Strict] = {}
         self.closed = False
         self.root = os.path.realpath(root) if root is not None else None
-        self.zip = ZipEntries(where, zf) if zf is not None else None
+        self.zip = ZipEntries(where, zf, own=owns_zip) if zf is not None else None
         self._bad = zip_problems(zf) if zf is not None else {}
         self._owned_zip = zf if owns_zip else None
 
@@ -235,6 +239,10 @@ class ContainerFiles:
                 raise CorruptDataError(
                     f"{self.where}: {key} is a link to {real}, outside the container"
                 )
+            with contextlib.suppress(OSError):  # (absent: Zarr says so)
+                mode = os.stat(real).st_mode
+                if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):  # (a FIFO would block)
+                    raise self.describe_error(key, "not a regular file")
 
     def check_value(self, key: str, buf: Any, suffix: int | None = None) -> None:
         """A chunk of an array recorded whole must be there, a shard's index whole

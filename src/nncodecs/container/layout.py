@@ -22,7 +22,7 @@ import numpy as np
 
 from nncodecs import _core
 from nncodecs.container import zarr_docs
-from nncodecs.container.names import escape, unescape
+from nncodecs.container.names import escape, legacy_escape, unescape
 from nncodecs.errors import CorruptDataError, NotAContainerError
 from nncodecs.outputs import CONTAINER_FORMAT
 
@@ -190,9 +190,11 @@ class Member:
     """A committed tensor of a container: its Zarr node made on first use."""
 
     def __init__(
-        self, layout: str, attrs: dict[str, Any], load: Callable[[], Any], doc: Any = None
-    ) -> None:
+        self, layout: str, attrs: dict[str, Any], load: Callable[[], Any], doc: Any = None,
+        path: str = "",
+    ) -> None:  # fmt: skip
         self.layout = layout  # dense, csr, csc, coo, mxfp4 or nvfp4
+        self.path = path  # its node (escape(name), or legacy_escape(name) in older containers)
         self.attrs = attrs  # its attributes under ATTRS_KEY
         self._load = load
         self.doc = doc  # a dense tensor's zarr.json, where it came from consolidated metadata
@@ -214,7 +216,7 @@ def _claim(members: dict[str, Any], nodes: dict[str, str], node: str, attrs: Any
     """The tensor name a complete node claims (CorruptDataError for a name claimed twice,
     or a node not named after its tensor)."""
     name = tensor_name(node, attrs)
-    if name in nodes or escape(name) != node:
+    if name in nodes or node not in (escape(name), legacy_escape(name)):
         other = nodes.get(name, escape(name))
         raise CorruptDataError(f"nodes {other!r} and {node!r} both claim the tensor name {name!r}")
     nodes[name] = node
@@ -237,7 +239,7 @@ def committed(group: Any) -> dict[str, Member]:
         if (kind == "dense") != isinstance(member, zarr.Array):
             continue
         name = _claim(members, nodes, node, attrs)
-        members[name] = Member(kind, attrs, lambda m=member: m)
+        members[name] = Member(kind, attrs, lambda m=member: m, path=node)
     return members
 
 
@@ -262,7 +264,7 @@ def committed_from_docs(store: Callable[[], Any], docs: dict[str, Any]) -> dict[
             load = functools.partial(zarr_docs.array_from_doc, store, node, doc)
         else:
             load = functools.partial(zarr_docs.open_group_node, store, node)
-        members[name] = Member(kind, attrs, load, doc if kind == "dense" else None)
+        members[name] = Member(kind, attrs, load, doc if kind == "dense" else None, node)
     return members
 
 

@@ -1,4 +1,4 @@
-"""Reversible escaping of tensor names into Zarr node names.
+r"""Reversible escaping of tensor names into Zarr node names.
 
 Zarr v3 node names may not contain ``/``, may not be ``.`` or ``..``, may not
 be empty and may not start with ``__``; nor may a node take the name of a
@@ -7,8 +7,11 @@ metadata document Zarr reads or skips in a group's listing: ``zarr.json``
 by their leading dot). Tensor names (``encoder.layer.0.weight``, GGUF's
 ``blk.0.attn_q.weight``) almost always pass unchanged; the rest are
 percent-escaped, and ``%`` itself is escaped so that the mapping is one to one.
+A backslash is escaped too: Zarr reads it as ``/`` in a path, so a node
+holding one was not addressable through Zarr (a slice read fill values).
 Escapes are only ever added: every name escapes as it always has, but
-``zarr.json`` (which no Writer could store before).
+``zarr.json`` (which no Writer could store before) and names with a
+backslash (:func:`legacy_escape` gives their node names of before).
 
 >>> escape("encoder.layer.0.weight")
 'encoder.layer.0.weight'
@@ -18,15 +21,22 @@ Escapes are only ever added: every name escapes as it always has, but
 ('%5F_init__', '%2E.', '%00')
 >>> escape("zarr.json"), escape(".zarray"), unescape(escape("zarr.json"))
 ('zarr%2Ejson', '%2Ezarray', 'zarr.json')
+>>> escape("a\\b"), unescape(escape("a\\b")) == "a\\b", legacy_escape("a\\b")
+('a%5Cb', True, 'a\\b')
 """
 
 from __future__ import annotations
 
-__all__ = ["escape", "unescape"]
+__all__ = ["escape", "legacy_escape", "unescape"]
 
 
 def escape(name: str) -> str:
     """The Zarr node name for a tensor name (``unescape`` inverts it)."""
+    return legacy_escape(name).replace("\\", "%5C")
+
+
+def legacy_escape(name: str) -> str:
+    """The node name nncodecs gave a tensor name before backslashes were escaped."""
     if not isinstance(name, str):
         raise TypeError(f"a tensor name must be a str, got {type(name).__name__}")
     if name == "":
@@ -57,4 +67,4 @@ def unescape(node: str) -> str:
     return "".join(out)
 
 
-_CODES = {"25": "%", "2F": "/", "5F": "_", "2E": "."}
+_CODES = {"25": "%", "2F": "/", "5F": "_", "2E": ".", "5C": "\\"}

@@ -17,7 +17,6 @@ from nncodecs.container.composite import assemble
 from nncodecs.container.declared import Declared, codec_label, declared
 from nncodecs.container.decoding import read_weights, weights_pieces
 from nncodecs.container.files import Strict, local_target, open_local
-from nncodecs.container.names import escape
 from nncodecs.container.tensor_info import TensorInfo, info_from_doc
 from nncodecs.dtypes import dtype_name
 from nncodecs.errors import CorruptDataError
@@ -94,7 +93,7 @@ class Reader:
             found = None
             if member.layout == "dense" and member.doc is not None:
                 try:
-                    found = declared(self._reads, escape(name), member.doc)
+                    found = declared(self._reads, member.path, member.doc)
                 except CorruptDataError as exc:
                     raise self._error(name, exc) from None
             self._declared[name] = found
@@ -106,7 +105,7 @@ class Reader:
         member = self._entries[name]
         own = self._declared_of(name)
         for z, zattrs in member.arrays if own is None else [(own, member.attrs)]:
-            problem = layout.shape_problem(z, zattrs)
+            problem = layout.shape_problem(z, zattrs) or storage.other_index(z)
             if problem is not None and name not in self._damaged:
                 part = "" if member.layout == "dense" else f" ({z.basename})"
                 self._damaged[name] = f"tensor {name!r}{part}: {problem}"
@@ -133,6 +132,12 @@ class Reader:
 
     def __getitem__(self, name: str) -> Any:
         self._check(name)
+        if "\\" in self._entries[name].path:  # (a node of an older container: Zarr reads
+            raise CorruptDataError(  # its backslash as "/", and would read fill values)
+                f"{self._where}: tensor {name!r} lies under a node Zarr cannot address "
+                "(a backslash, as older nncodecs wrote it): only a whole read of a tensor "
+                "of the weights codec works there (read_tensor, merge)"
+            )
         try:
             return self._entries[name].node
         except CorruptDataError as exc:  # (Zarr's parser refused its document)
@@ -172,7 +177,7 @@ class Reader:
         member = self._entries.get(name)
         if member is not None and member.doc is not None:
             try:  # (no Zarr array made: a model's thousands of tensors listed at once)
-                return info_from_doc(name, member.doc, member.attrs, self._stored(escape(name)))
+                return info_from_doc(name, member.doc, member.attrs, self._stored(member.path))
             except CorruptDataError as exc:
                 raise self._error(name, exc) from None
         self[name]  # KeyError naming the tensor

@@ -20,6 +20,7 @@ from nncodecs.errors import CorruptDataError
 
 __all__ = [
     "EMPTY",
+    "SHARD_INDEX",
     "Grid",
     "ShardIndex",
     "chunk_bytes",
@@ -30,6 +31,7 @@ __all__ = [
     "grid",
     "index_nbytes",
     "inner_codecs",
+    "other_index",
     "parse_chunk_key",
     "read_many",
     "set_many",
@@ -205,17 +207,33 @@ def shard_index(tail: np.ndarray, per: int) -> ShardIndex | None:
     return ShardIndex(spans, crc_ok, int(tail.size - size))
 
 
+#: The codecs of the index at the end of a shard, as Zarr and nncodecs write them.
+SHARD_INDEX = [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]
+
+
+def other_index(z: Any) -> str | None:
+    """How a sharded array's index is laid out otherwise than :data:`SHARD_INDEX` at the
+    end (only a forged document does that: nncodecs reads such an index as it wrote
+    it, where Zarr would read it as declared); ``None`` where it is not."""
+    codecs = codec_dicts(z)
+    if not (len(codecs) == 1 and codecs[0]["name"] == "sharding_indexed"):
+        return None
+    config = codecs[0]["configuration"]
+    if config.get("index_location", "end") != "end" or config["index_codecs"] != SHARD_INDEX:
+        found = {k: config.get(k) for k in ("index_codecs", "index_location")}
+        return f"its shards' index is declared as {found}, not as nncodecs writes it"
+    return None
+
+
 def inner_codecs(z: Any) -> list[dict] | None:
     """The codecs of each chunk (inside its shard, if sharded); ``None`` for
     shards whose index is laid out otherwise than at the end, CRC32C-checked."""
     codecs = codec_dicts(z)
     if not (len(codecs) == 1 and codecs[0]["name"] == "sharding_indexed"):
         return codecs
-    config = codecs[0]["configuration"]
-    index = [c["name"] for c in config["index_codecs"]]
-    if config.get("index_location", "end") != "end" or index != ["bytes", "crc32c"]:
+    if other_index(z) is not None:
         return None
-    return list(config["codecs"])
+    return list(codecs[0]["configuration"]["codecs"])
 
 
 def codec_dicts(z: Any) -> list[dict]:

@@ -1,0 +1,149 @@
+"""Edges a review of the zarr-free Reader found: names Zarr cannot address, chunk files
+that are not files, shard indexes declared otherwise than written, a device load's
+host memory."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import nncodecs
+
+RNG = np.random.default_rng(5)
+
+
+def _doc(target: Path, node: str) -> Path:
+    return target / node / "zarr.json"
+
+
+def _rewrite_root(target: Path, change: object) -> None:
+    root = target / "zarr.json"
+    doc = json.loads(root.read_text())
+    change(doc["consolidated_metadata"]["metadata"])  # type: ignore[operator]
+    root.write_text(json.dumps(doc))
+
+
+@pytest.mark.parametrize("suffix", [".zarr", ".zarr.zip"])
+def test_a_backslash_in_a_name_reads_through_zarr_too(tmp_path: Path, suffix: str) -> None:
+    """Zarr reads a backslash in a path as "/": a node holding one read fill values
+    through a slice. Names are escaped so that slices and other codecs read right."""
+    target = tmp_path / f"m{suffix}"
+    w_arr = (RNG.standard_normal((64, 16)) * 0.1).astype(np.float32)
+    z_arr = np.arange(300, dtype=np.float32).reshape(30, 10)
+    with nncodecs.Writer(target) as w:
+        w.add_tensor("x\\a", w_arr)
+        w.add_tensor("x\\z", z_arr, codec="zstd")
+    with nncodecs.Reader(target) as r:
+        assert r.keys() == ["x\\a", "x\\z"]
+        assert r["x\\a"][1:3].tobytes() == w_arr[1:3].tobytes()
+        assert r.read_tensor("x\\z").tobytes() == z_arr.tobytes()
+        r.verify()
+
+
+def test_an_older_containers_backslash_node_reads_whole_and_refuses_zarr(tmp_path: Path) -> None:
+    target = tmp_path / "m.zarr"
+    arr = (RNG.standard_normal((64, 16)) * 0.1).astype(np.float32)
+    with nncodecs.Writer(target) as w:
+        w.add_tensor("x\\a", arr)
+    (target / "x%5Ca").rename(target / "x\\a")  # (as nncodecs named the node before)
+
+    def rename(meta: dict) -> None:
+        meta["x\\a"] = meta.pop("x%5Ca")
+
+    _rewrite_root(target, rename)
+    with nncodecs.Reader(target) as r:
+        assert r.read_tensor("x\\a").tobytes() == arr.tobytes()
+        with pytest.raises(nncodecs.CorruptDataError, match="cannot address"):
+            r["x\\a"]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_chunk_that_is_a_fifo_is_refused_not_waited_on(tmp_path: Path) -> None:
+    target = tmp_path / "m.zarr"
+    with nncodecs.Writer(target) as w:
+        w.add_tensor("z", np.arange(300, dtype=np.float32).reshape(30, 10), codec="zstd")
+        w.add_tensor("w", (RNG.standard_normal((30, 10)) * 0.1).astype(np.float32))
+    for node in ("z", "w"):
+        chunk = next(p for p in (target / node / "c").rglob("*") if p.is_file())
+        chunk.unlink()
+        os.mkfifo(chunk)
+    child = (
+        "import sys, nncodecs\n"
+        "r = nncodecs.Reader(sys.argv[1])\n"
+        "reads = [lambda: r.read_tensor('z'), lambda: r['z'][0:2], lambda: r.read_tensor('w')]\n"
+        "for read in reads:\n"
+        "    try:\n"
+        "        read()\n"
+        "    except nncodecs.CorruptDataError as exc:\n"
+        "        print('refused:', exc)\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", child, str(target)], capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.count("refused:") == 3, run.stdout
+
+
+@pytest.mark.parametrize("codec", ["auto", "zstd"])
+def test_a_shard_index_declared_otherwise_than_written_is_refused(
+    tmp_path: Path, codec: str
+) -> None:
+    """nncodecs reads a shard's index as it wrote it (little-endian); Zarr would read it
+    as a forged document declares it (big-endian: offsets past the shard, fill values).
+    Both are refused, so no reader gets numbers the data does not hold."""
+    target = tmp_path / "m.zarr"
+    arr = (RNG.standard_normal((4000, 8)) * 0.1).astype(np.float32)
+    with nncodecs.Writer(target, chunk_bytes=1024) as w:
+        w.add_tensor("s", arr, codec=codec)
+
+    def forge(doc: dict) -> None:
+        index = doc["codecs"][0]["configuration"]["index_codecs"]
+        index[0]["configuration"]["endian"] = "big"
+
+    node = _doc(target, "s")
+    doc = json.loads(node.read_text())
+    assert doc["codecs"][0]["name"] == "sharding_indexed"
+    forge(doc)
+    node.write_text(json.dumps(doc))
+    _rewrite_root(target, lambda meta: forge(meta["s"]))
+    with nncodecs.Reader(target) as r:
+        for read in (lambda: r.read_tensor("s"), lambda: r["s"][3000:3002], r.verify):
+            with pytest.raises(nncodecs.CorruptDataError, match="index"):
+                read()
+
+
+def test_a_device_load_holds_a_few_tensors_on_the_host(tmp_path: Path) -> None:
+    """load_state_dict reads ahead a few tensors only: a load to another device must
+    not hold the whole model in host memory first."""
+    torch = pytest.importorskip("torch")
+    from nncodecs.integrations.torch import save_state_dict
+
+    state = {f"t{i}": torch.full((1024, 1024), float(i)) for i in range(60)}  # 4 MiB each
+    save_state_dict(state, tmp_path / "m.zarr")
+    child = (
+        "import resource, sys\n"
+        "from nncodecs.integrations.torch import load_state_dict\n"
+        "import torch\n"
+        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "sd = load_state_dict(sys.argv[1], device='meta')\n"
+        "assert len(sd) == 60 and sd['t5'].device.type == 'meta'\n"
+        "print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) // 1024)\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", child, str(tmp_path / "m.zarr")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr
+    assert int(run.stdout.split()[-1]) < 100  # (MiB; the model is 240)
+    with pytest.raises(RuntimeError):
+        from nncodecs.integrations.torch import load_state_dict
+
+        load_state_dict(tmp_path / "m.zarr", device="no-such-device")
