@@ -58,23 +58,26 @@ def load_state_dict(path: Any, device: str = "cpu") -> dict[str, Any]:
         order = json.loads(r.metadata.get("torch.order", "null")) or r.keys()
         names = [name for name in order if name not in tied]
         out: dict[str, Any] = {}
-        for name, tensor in zip(names, _read_all(r, names), strict=True):
+        ahead = None if device == "cpu" else _AHEAD_BYTES  # (on the CPU every tensor stays)
+        for name, tensor in zip(names, _read_all(r, names, ahead), strict=True):
             out[name] = tensor if device == "cpu" else tensor.to(device)
         for name, target in tied.items():
             out[name] = out[target]
         return {name: out[name] for name in order}
 
 
-#: Tensors read ahead of the one the caller takes (a device load holds no more on the host).
-_AHEAD = 4
+#: A load to another device holds about this many bytes of tensors read ahead on the host.
+_AHEAD_BYTES = 64 << 20
 
 
-def _read_all(r: Reader, names: list[str]) -> Iterator[Any]:
+def _read_all(r: Reader, names: list[str], ahead: int | None) -> Iterator[Any]:
     """Every tensor of ``names`` as torch, checked, in order, two read at once where the
     codecs have two threads: one tensor's Python work, file read and page faults
     overlap the other's decoding (on two cores, the generated 1 GiB model loaded in
-    0.45-0.50 s instead of 0.72, the 2,472-tensor one in 0.86-0.91 s instead of 1.24).
-    At most _AHEAD tensors wait for the caller; the first error stops the reads."""
+    0.43-0.47 s instead of 0.72, the 2,472-tensor one in 0.86-0.91 s instead of 1.24).
+    ``ahead``: at most about that many bytes read and not yet taken (``None``: no
+    bound; a bound of four tensors made many small ones slower, 1.14-1.27 s: every
+    one was waited on). The first error stops the reads."""
     if get_threads() < 2 or len(names) < 2:
         yield from (r.read_tensor(name, to="torch", check=True) for name in names)
         return
@@ -90,13 +93,18 @@ def _read_all(r: Reader, names: list[str]) -> Iterator[Any]:
             raise
 
     with ThreadPoolExecutor(2, thread_name_prefix="nncodecs-load") as pool:
-        waiting: collections.deque[Future] = collections.deque()
+        waiting: collections.deque[tuple[Future, int]] = collections.deque()
+        held = 0
         try:
             for name in names:
-                waiting.append(pool.submit(read, name))
-                if len(waiting) > _AHEAD:
-                    yield waiting.popleft().result()
+                size = 0 if ahead is None else r.info(name).nbytes
+                waiting.append((pool.submit(read, name), size))
+                held += size
+                while ahead is not None and held > ahead and len(waiting) > 1:
+                    future, size = waiting.popleft()
+                    held -= size
+                    yield future.result()
             while waiting:
-                yield waiting.popleft().result()
+                yield waiting.popleft()[0].result()
         finally:  # (an error, an interrupt or a caller that stops: no more reads)
             failed.set()
