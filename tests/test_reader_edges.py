@@ -147,3 +147,17 @@ def test_a_device_load_holds_a_few_tensors_on_the_host(tmp_path: Path) -> None:
         from nncodecs.integrations.torch import load_state_dict
 
         load_state_dict(tmp_path / "m.zarr", device="no-such-device")
+
+
+@pytest.mark.parametrize("suffix", [".zarr", ".zarr.zip"])
+def test_a_name_no_file_can_hold_is_refused_when_added(tmp_path: Path, suffix: str) -> None:
+    """Refused by add_tensor, not at close() (which abandoned the whole container)."""
+    target = tmp_path / f"m{suffix}"
+    with nncodecs.Writer(target) as w:
+        w.add_tensor("kept", np.ones(4, np.float32))
+        for bad in ("a\x00b", "x" * 256, "\udc80"):
+            with pytest.raises(ValueError, match=r"cannot be stored|not valid Unicode"):
+                w.add_tensor(bad, np.ones(4, np.float32))
+        w.add_tensor("y" * 255, np.ones(4, np.float32))
+    with nncodecs.Reader(target) as r:
+        assert r.keys() == ["kept", "y" * 255]

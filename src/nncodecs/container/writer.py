@@ -187,6 +187,15 @@ class Writer:
             raise TypeError(f"a tensor name must be a str, got {type(name).__name__}")
         if name in self._known:
             raise ValueError(f"tensor {name!r} is already in the container")
+        try:  # (refused here, not at close(), where it would abandon the whole container)
+            node = escape(name).encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(f"tensor name {name!r} is not valid Unicode text") from None
+        if b"\0" in node or len(node) > 255:
+            raise ValueError(
+                f"tensor name {name[:60]!r}: a NUL character, or a node name of more than "
+                "255 bytes (a file name), cannot be stored"
+            )
 
     # -- composite layouts: a sub-group of 1-D (or small) arrays ----------------------
 
