@@ -130,6 +130,10 @@ def is_container_dir(path: Path) -> bool:
         return False
 
 
+#: What an existing output's error tells the user (the command's flag, the API's keyword).
+_REPLACE = "use --force (overwrite=True) to replace it"
+
+
 def check_output(target: Path, force: bool = False, inputs: tuple[Path, ...] = ()) -> None:
     """Refuse an output that would destroy something.
 
@@ -145,21 +149,21 @@ def check_output(target: Path, force: bool = False, inputs: tuple[Path, ...] = (
             raise ValueError(f"{target}: the output would overwrite the input {src}")
     if target.is_symlink():
         if not force:
-            raise FileExistsError(f"{target}: exists (a link); use --force to replace it")
+            raise FileExistsError(f"{target}: exists (a link); {_REPLACE}")
         return
     if target.is_dir():
         if not any(target.iterdir()):
             return
         if not force:
-            raise FileExistsError(f"{target}: exists (a directory); use --force to replace it")
+            raise FileExistsError(f"{target}: exists (a directory); {_REPLACE}")
         if not is_container_dir(target):
             raise FileExistsError(
                 f"{target}: a directory that is not an nncodecs container: not replaced, "
-                "even with --force"
+                "even with --force (overwrite=True)"
             )
         return
     if target.exists() and not force:
-        raise FileExistsError(f"{target}: exists; use --force to replace it")
+        raise FileExistsError(f"{target}: exists; {_REPLACE}")
 
 
 def _fsync(path: Path) -> None:

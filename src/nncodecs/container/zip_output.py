@@ -42,7 +42,7 @@ class ZipOutput(LockedOutput):
             if not overwrite and path.is_dir() and not path.is_symlink():  # (an empty one)
                 raise FileExistsError(
                     f"{path}: exists (a directory); a zip container is a file: "
-                    "use --force to replace it"
+                    "use --force (overwrite=True) to replace it"
                 )
         self.force = overwrite or mode == "a"
         self.temp = temp_path(path)
