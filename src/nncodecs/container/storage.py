@@ -219,7 +219,8 @@ def other_index(z: Any) -> str | None:
     if not (len(codecs) == 1 and codecs[0]["name"] == "sharding_indexed"):
         return None
     config = codecs[0]["configuration"]
-    if config.get("index_location", "end") != "end" or config["index_codecs"] != SHARD_INDEX:
+    index = list(config["index_codecs"])  # (a tuple from a Zarr array's own to_dict)
+    if config.get("index_location", "end") != "end" or index != SHARD_INDEX:
         found = {k: config.get(k) for k in ("index_codecs", "index_location")}
         return f"its shards' index is declared as {found}, not as nncodecs writes it"
     return None
