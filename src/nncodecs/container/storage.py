@@ -212,18 +212,17 @@ SHARD_INDEX = [{"name": "bytes", "configuration": {"endian": "little"}}, {"name"
 
 
 def other_index(z: Any) -> str | None:
-    """How a sharded array's index is laid out otherwise than :data:`SHARD_INDEX` at the
-    end (only a forged document does that: nncodecs reads such an index as it wrote
-    it, where Zarr would read it as declared); ``None`` where it is not."""
+    """How a sharded array's index is declared otherwise than :data:`SHARD_INDEX` at the
+    end (forged: nncodecs reads an index as written, Zarr as declared), or ``None``."""
     codecs = codec_dicts(z)
     if not (len(codecs) == 1 and codecs[0]["name"] == "sharding_indexed"):
         return None
     config = codecs[0]["configuration"]
     index = list(config["index_codecs"])  # (a tuple from a Zarr array's own to_dict)
-    if config.get("index_location", "end") != "end" or index != SHARD_INDEX:
-        found = {k: config.get(k) for k in ("index_codecs", "index_location")}
-        return f"its shards' index is declared as {found}, not as nncodecs writes it"
-    return None
+    if config.get("index_location", "end") == "end" and index == SHARD_INDEX:
+        return None
+    found = {k: config.get(k) for k in ("index_codecs", "index_location")}
+    return f"its shards' index is declared as {found}, not as nncodecs writes it"
 
 
 def inner_codecs(z: Any) -> list[dict] | None:
