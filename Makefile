@@ -18,7 +18,7 @@ BUILD_DEPS := "scikit-build-core>=0.10" "pybind11>=2.12" cmake ninja
 # nvidia-cuda-nvrtc-cu12: NVRTC without a GPU, to compile-check the shared rANS header.
 # distributed, s3fs and moto[server]: archiving on a LocalCluster into a real S3-compatible
 # server; nbclient, ipykernel and matplotlib: the notebooks, executed with their plots.
-TEST_DEPS := "pytest>=8" "ruff>=0.6" "import-linter>=2.1" fsspec scipy xarray "dask[array]" safetensors gguf onnx ztensor nvidia-cuda-nvrtc-cu12 \
+TEST_DEPS := "pytest>=8" "hypothesis>=6" "ruff>=0.6" "import-linter>=2.1" fsspec scipy xarray "dask[array]" safetensors gguf onnx ztensor nvidia-cuda-nvrtc-cu12 \
 	distributed s3fs "moto[server]" nbclient ipykernel matplotlib
 # What the package itself needs on Python 3.11: zarr 3.1.x, numcodecs 0.16.x.
 # ml_dtypes < 0.7: 0.7 with numpy 2.4 costs 0.6 s of every start-up (see pyproject.toml).

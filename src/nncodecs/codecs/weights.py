@@ -38,6 +38,7 @@ from numcodecs.abc import Codec
 from zarr.abc.codec import ArrayBytesCodec
 from zarr.core.array_spec import ArraySpec
 
+from nncodecs.codecs._direct import DirectChunks
 from nncodecs.codecs._shell import DtypeFromArray, NumcodecsShell, ZarrShell
 from nncodecs.dtypes import dtype_name, normalize_dtype
 from nncodecs.errors import CorruptDataError
@@ -158,10 +159,12 @@ class NumcodecsWeights(NumcodecsShell, Codec):
         return out
 
 
-class Weights(ZarrShell, DtypeFromArray, ArrayBytesCodec):  # type: ignore[misc]
+class Weights(ZarrShell, DtypeFromArray, DirectChunks, ArrayBytesCodec):  # type: ignore[misc]
     """Zarr v3 codec ``nncodecs.weights`` (array -> bytes serializer).
 
     Use it in place of ``bytes`` (and of any compressor): ``serializer=Weights()``.
+    As an array's only codec it takes Zarr's partial-encode hook: each chunk is
+    encoded from the values written, without Zarr's merge (:mod:`nncodecs.codecs._direct`).
     """
 
     codec_id = CODEC_ID

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from nncodecs import _core
 from nncodecs.dtypes import dtype_name, float_layout, native_dtype, normalize_dtype
 from nncodecs.errors import CorruptDataError
 from nncodecs.frame.buffers import as_byte_view, little_endian
@@ -90,7 +91,9 @@ def decode_weights(
         count = frame_decoded_len(buf) // target.itemsize
     dest = out
     if out is None or native != target:
-        dest = np.empty(count, dtype=native)
+        # (memory the output cache holds, already mapped: a fresh array per chunk
+        # page-faulted through every megabyte of it again)
+        dest = _core.output_buffer(count * native.itemsize).view(native)
     decode_frame(buf, out=dest, max_decoded=count * target.itemsize, **settings)
     if native != target:
         dest = dest.astype(target)
