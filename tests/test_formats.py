@@ -306,6 +306,61 @@ def test_a_source_changed_while_it_compresses_is_refused(tmp_path: Path) -> None
     assert file_digests(path) == {"crc32c": f"{_core.crc32c(b'y' * 100_001):08x}"}
 
 
+def _safetensors_bytes(entries: list[Any], data: bytes, pad: bytes = b"") -> bytes:
+    """A safetensors file made by hand: header entries (name, dtype, shape, begin, end)."""
+    header = {n: {"dtype": d, "shape": s, "data_offsets": [b, e]} for n, d, s, b, e in entries}
+    text = json.dumps(header).encode() + pad
+    return len(text).to_bytes(8, "little") + text + data
+
+
+@pytest.mark.parametrize(
+    "layout", ["tiled", "padded-header", "gap-and-tail", "shared-bytes", "empty-tensor"]
+)
+def test_the_sources_crc32c_comes_from_its_tensors_reads(
+    tmp_path: Path, layout: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A safetensors source's CRC32C is combined from each tensor's as compression reads
+    it, plus the bytes between tensors: it must equal the whole file's, whatever the
+    layout (bytes outside every tensor; tensors sharing bytes: the file read whole)."""
+    from nncodecs.formats import digests
+
+    data = np.random.default_rng(3).integers(0, 256, 4096, np.uint8).tobytes()
+    entries = {
+        "tiled": [("a", "F32", [16, 16], 0, 1024), ("b", "BF16", [1536], 1024, 4096)],
+        "padded-header": [("a", "F32", [1024], 0, 4096)],
+        "gap-and-tail": [("a", "F32", [8], 0, 32), ("b", "F16", [100], 100, 300)],
+        "shared-bytes": [("a", "F32", [64], 0, 256), ("b", "F32", [64], 0, 256)],
+        "empty-tensor": [("e", "F32", [0], 0, 0), ("a", "F32", [1024], 0, 4096)],
+    }[layout]
+    pad = b" " * (7 if layout == "padded-header" else 0)
+    path = tmp_path / "m.safetensors"
+    path.write_bytes(_safetensors_bytes(entries, data, pad))
+    whole: list[Path] = []
+    real = digests._digests
+    monkeypatch.setattr(digests, "_digests", lambda p, daemon=False: whole.append(p) or real(p))
+    compress(path, tmp_path / "m.zarr.zip")
+    with Reader(tmp_path / "m.zarr.zip") as r:
+        (record,) = json.loads(r.metadata["source.files"])
+    assert record["crc32c"] == f"{_core.crc32c(path.read_bytes()):08x}"
+    assert whole == ([path] if layout == "shared-bytes" else [])  # (no second read)
+    assert decompress(tmp_path / "m.zarr.zip", tmp_path / "back.safetensors") == "safetensors"
+    assert sha256(tmp_path / "back.safetensors") == sha256(path)
+
+
+def test_a_safetensors_file_changed_while_it_compresses_is_refused(tmp_path: Path) -> None:
+    from nncodecs.formats import open_source
+    from nncodecs.formats.safetensors import write_safetensors
+
+    path = tmp_path / "m.safetensors"
+    write_safetensors(path, {"a": np.ones(1000, np.float32), "b": np.zeros(9, np.float32)}.items())
+    with open_source(path) as src, pytest.raises(RuntimeError, match="changed while"):
+        for name, _ in src.arrays():
+            if name == "a":  # (read; the file then changes before its digest is taken)
+                with path.open("ab") as f:
+                    f.write(b"\0")
+        src.metadata()
+
+
 def test_a_file_record_without_its_exact_header_still_restores(tmp_path: Path) -> None:
     """Found by review: a record without ``exact`` (a header built from the tensors)
     must take whole tensors, not the pieces a kept header streams."""

@@ -48,9 +48,9 @@ def compress(
     kwargs: dict[str, Any] = {"codec": codec, "threads": threads}
     if chunk_bytes:
         kwargs["chunk_bytes"] = chunk_bytes
-    # The source's CRC32C (in its metadata) is computed while the tensors encode.
-    hash_ahead([source] if source.is_file() else sorted(source.glob("*.safetensors")))
     with open_source(source, fmt) as src:
+        if not src.digests_its_reads:  # (its CRC32C, for its metadata, while tensors encode)
+            hash_ahead([source] if source.is_file() else sorted(source.glob("*.safetensors")))
         total, done = src.size, 0
         with (
             collector_paused(),

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from nncodecs.errors import CorruptDataError
 from nncodecs.formats.detect import INDEX
-from nncodecs.formats.digests import file_digests
+from nncodecs.formats.digests import ReadDigest, file_digests
 from nncodecs.formats.paths import inside, plain_name
 from nncodecs.formats.safetensors import SafetensorsFile
 from nncodecs.formats.source import FileRows, Source, Tensor
@@ -53,12 +54,29 @@ class SafetensorsSource(Source):
     """Every shard's tensors, read from the file by byte range."""
 
     format = "safetensors"
+    digests_its_reads = True
 
     def __init__(self, path: Path, directory: bool) -> None:
         super().__init__(path)
         self.directory = directory
         files, self.index = safetensors_files(path)
+        # each file's CRC32C, from its tensors' as arrays() reads them (made before the
+        # header is read: a file changed from then on is refused)
+        self._reads = {str(f): ReadDigest(f) for f in files}
         self.files = [SafetensorsFile(f) for f in files]
+
+    def arrays(self) -> Iterator[tuple[str, Any]]:
+        for t in self.tensors():
+            arr = t.read()
+            self._reads[t.rows.path].read(t.rows.offset, arr)
+            yield t.name, arr
+
+    def _digests(self, st: SafetensorsFile) -> dict[str, str]:
+        """The file's CRC32C: from the reads of a whole pass of :meth:`arrays`, else read."""
+        reads = sum(len(r.ranges) for r in self._reads.values())
+        if reads == sum(1 for t in self.tensors() if t.nbytes):
+            return self._reads[str(st.path)].digests()
+        return file_digests(st.path)
 
     def _list(self) -> list[Tensor]:
         return [
@@ -83,7 +101,7 @@ class SafetensorsSource(Source):
                 "header": st.header_bytes.decode("utf-8"),
                 "exact": True,
                 "tensors": [e[0] for e in st.entries],
-                **file_digests(st.path),  # its crc32c
+                **self._digests(st),  # its crc32c
             }
             if not st.tiles_exactly():  # padding, trailing bytes or shared offsets: kept
                 rec["size"] = st.data_size

@@ -95,6 +95,9 @@ class Source:
     """
 
     format = ""
+    #: Whether :meth:`metadata` takes the file's CRC32C from the bytes :meth:`arrays` read
+    #: (else it is read again: :func:`nncodecs.formats.digests.hash_ahead` starts that early).
+    digests_its_reads = False
 
     def __init__(self, path: Path) -> None:
         self.path = path
