@@ -1,6 +1,7 @@
 """What a container records to check a restored file against its source: the source
-file's CRC32C, computed on a thread of its own while the tensors encode
-(:func:`hash_ahead`).
+file's CRC32C, combined from the CRC32Cs of the tensors as compression reads them
+(:class:`ReadDigest`, safetensors), or computed on a thread of its own while the
+tensors encode (:func:`hash_ahead`, the other formats).
 
 A restore is fed to a CRC32C as it is written, and checked against it. Containers
 written before recorded the source's sha256 instead, and are checked against that.
