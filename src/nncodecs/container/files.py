@@ -89,8 +89,8 @@ def zip_problems(zf: zipfile.ZipFile) -> dict[str, str]:
 class ZipEntries:
     """Where each entry of a zip container lies, checked against its local header.
 
-    The zips nncodecs writes come from Python's ``zipfile`` on a seekable file:
-    entries are contiguous (local header, name, extra field, data; a data
+    The zips nncodecs writes (:mod:`nncodecs.container.zip_writer`), like those of
+    Python's ``zipfile`` on a seekable file, have contiguous entries (local header, name, extra field, data; a data
     descriptor only where flag bit 3 says so), the last one ending where the
     central directory starts. A local header whose name differs from the
     central directory's, or whose data would not end exactly there (a forged

@@ -1,24 +1,25 @@
 """A zip container's output, written in one pass.
 
 Objects go straight into ``.NAME.nncodecs-PID.tmp/new.zip`` as they are
-written: chunks stored (a reader maps or seeks them; no inflating), metadata
-documents deflated. The root ``zarr.json`` goes in at a commit, and the zip is
-renamed over the target. A commit before the last (``Writer.flush``) closes the
-zip, publishes a copy of it with the root document added, and appends on to
-the original. In mode ``"a"`` the entries of the container's committed
-tensors are copied over first (the previous root document and anything else
-stay behind).
+written (:class:`nncodecs.container.zip_writer.ZipWriter`): chunks stored (a
+reader maps or seeks them; no inflating), metadata documents deflated. The root
+``zarr.json`` goes in at a commit, with the central directory, and the zip is
+renamed over the target. A commit before the last (``Writer.flush``) publishes
+a copy of the zip with the root document and a central directory added, and
+writes on into the original. In mode ``"a"`` the entries of the container's
+committed tensors are copied over first (the previous root document and
+anything else stay behind).
 """
 
 from __future__ import annotations
 
-import shutil
-import time
 import zipfile
+import zlib
 from pathlib import PurePosixPath
 
 from nncodecs.container.files import zip_problems
 from nncodecs.container.output import LockedOutput, remove_settled
+from nncodecs.container.zip_writer import ZipWriter
 from nncodecs.errors import CorruptDataError
 from nncodecs.outputs import _remove, check_output, publish, temp_path, uninterrupted
 from nncodecs.writeback import Writeback
@@ -47,7 +48,7 @@ class ZipOutput(LockedOutput):
         self.force = overwrite or mode == "a"
         self.temp = temp_path(path)
         self.store = None
-        self._zf: zipfile.ZipFile | None = None
+        self._zf: ZipWriter | None = None
         _remove(self.temp)
         try:
             self.temp.mkdir(parents=True)
@@ -60,29 +61,18 @@ class ZipOutput(LockedOutput):
                 if bad:
                     key, why = next(iter(bad.items()))
                     raise CorruptDataError(f"{path}: {key}: {why}")
-            self._zf = self._new_zip("w")
+            self._zf = ZipWriter(self.zip_path)
+            self._writeback = Writeback(self._zf.file)
         except BaseException:
             self._close_read()
             _remove(self.temp)
             raise
 
-    def _new_zip(self, mode: str) -> zipfile.ZipFile:
-        zf = zipfile.ZipFile(self.zip_path, mode, compression=zipfile.ZIP_STORED, allowZip64=True)
-        self._writeback = Writeback(zf.fp)
-        return zf
-
-    def _entry(self, key: str) -> zipfile.ZipInfo:
-        info = zipfile.ZipInfo(key, date_time=time.localtime()[:6])
-        meta = key.rsplit("/", 1)[-1] == "zarr.json"
-        info.compress_type = zipfile.ZIP_DEFLATED if meta else zipfile.ZIP_STORED
-        info.external_attr = 0o644 << 16
-        return info
-
     def put(self, items: dict[str, bytes]) -> None:
         assert self._zf is not None
         for key, data in items.items():
-            self._zf.writestr(self._entry(key), data)
-        self._writeback.written(self._zf.fp.tell())
+            self._zf.add(key, data, deflate=_is_metadata(key))
+        self._writeback.written(self._zf.tell())
 
     def discard(self, path: str) -> None:
         pass  # (nothing unfinished is ever in the zip being written)
@@ -98,25 +88,25 @@ class ZipOutput(LockedOutput):
                 raise CorruptDataError(f"{self.path}: entry {info.filename!r} leaves the container")
             if name.parts[0] not in nodes:
                 continue  # (no committed tensor's: left behind)
-            self._zf.writestr(self._entry(info.filename), src.read(info))
+            try:
+                data = src.read(info)  # (zipfile checks the entry's CRC-32)
+            except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
+                raise CorruptDataError(f"{self.path}: entry {info.filename!r}: {exc}") from None
+            self._zf.add(info.filename, data, deflate=_is_metadata(info.filename))
 
     def commit(self, root: bytes, final: bool = False) -> None:
         assert self._zf is not None
         if final:
-            self._zf.writestr(self._entry(ROOT), root)
-            self._zf.close()
-            self._zf = None
+            self._zf.add(ROOT, root, deflate=True)
+            zf, self._zf = self._zf, None
+            zf.close()
             publish(self.zip_path, self.path, force=self.force)
             self.force = True
             return
-        self._zf.close()
         copy = self.temp / "commit.zip"
-        shutil.copyfile(self.zip_path, copy)
-        with zipfile.ZipFile(copy, "a", allowZip64=True) as z:
-            z.writestr(self._entry(ROOT), root)
+        self._zf.snapshot(copy, {ROOT: (root, True)})
         publish(copy, self.path, force=self.force)
         self.force = True  # from now on the zip there is this writer's
-        self._zf = self._new_zip("a")
 
     def _close_read(self) -> None:
         if self.store is not None:
@@ -130,11 +120,13 @@ class ZipOutput(LockedOutput):
         try:
             if self._zf is not None:
                 zf, self._zf = self._zf, None
-                try:
-                    zf.close()
-                except ValueError:  # (an entry an interrupt left open: the zip is dropped)
-                    zf.fp.close()
+                zf.discard()  # (not committed: nothing of it is published)
             self._close_read()
             uninterrupted(remove_settled, self.temp)
         finally:
             self.lock.release()
+
+
+def _is_metadata(key: str) -> bool:
+    """Metadata documents are deflated; chunks stored (read in place, never inflated)."""
+    return key.rsplit("/", 1)[-1] == "zarr.json"
