@@ -90,9 +90,9 @@ class ZipEntries:
     """Where each entry of a zip container lies, checked against its local header.
 
     The zips nncodecs writes (:mod:`nncodecs.container.zip_writer`), like those of
-    Python's ``zipfile`` on a seekable file, have contiguous entries (local header, name, extra field, data; a data
-    descriptor only where flag bit 3 says so), the last one ending where the
-    central directory starts. A local header whose name differs from the
+    Python's ``zipfile`` on a seekable file, have contiguous entries (local header,
+    name, extra field, data; a data descriptor only where flag bit 3 says so), the
+    last one ending where the central directory starts. A local header whose name differs from the
     central directory's, or whose data would not end exactly there (a forged
     extra-field length shifts the data), is a :class:`CorruptDataError`.
     """
