@@ -136,3 +136,41 @@ def test_zipfile_appends_to_it(tmp_path: Path) -> None:
     with zipfile.ZipFile(tmp_path / "ap.zip") as zf:
         assert zf.testzip() is None and zf.read("added") == b"more"
         assert all(zf.read(n) == d for n, d in items.items())
+
+
+def test_a_damaged_entry_met_while_appending_is_corrupt_data(tmp_path: Path) -> None:
+    import nncodecs
+    from nncodecs import CorruptDataError
+
+    target = tmp_path / "m.zarr.zip"
+    with nncodecs.Writer(target) as w:
+        w.add_tensor("a", np.arange(4096, dtype=np.float32))
+    clean = target.read_bytes()
+    with zipfile.ZipFile(target) as zf:
+        info = zf.getinfo("a/c/0")
+    data = bytearray(clean)
+    data[info.header_offset + 30 + len(info.filename) + 100] ^= 0xFF  # (its zip CRC fails)
+    target.write_bytes(bytes(data))
+    with pytest.raises(CorruptDataError, match=r"entry 'a/c/0'"):
+        nncodecs.Writer(target, mode="a")
+    assert target.read_bytes() == bytes(data)  # (untouched)
+    assert not list(tmp_path.glob(".m.zarr.zip.*"))
+
+
+def test_every_commit_of_a_zip_container_is_a_whole_zip(tmp_path: Path) -> None:
+    import nncodecs
+
+    target = tmp_path / "f.zarr.zip"
+    with nncodecs.Writer(target) as w:
+        for i in range(3):
+            w.add_tensor(f"t{i}", np.full((300, 50), i, np.float16))
+            w.flush()
+            with zipfile.ZipFile(target) as zf:
+                assert zf.testzip() is None
+                assert {n.split("/")[0] for n in zf.namelist()} >= {f"t{j}" for j in range(i + 1)}
+            with nncodecs.Reader(target) as r:
+                assert r.keys() == [f"t{j}" for j in range(i + 1)]
+    with zipfile.ZipFile(target) as zf:
+        assert zf.testzip() is None and zf.namelist().count("zarr.json") == 1
+    run = subprocess.run(["unzip", "-tqq", str(target)], capture_output=True, text=True)
+    assert run.returncode == 0 or not shutil.which("unzip"), run.stdout
