@@ -172,5 +172,6 @@ def test_every_commit_of_a_zip_container_is_a_whole_zip(tmp_path: Path) -> None:
                 assert r.keys() == [f"t{j}" for j in range(i + 1)]
     with zipfile.ZipFile(target) as zf:
         assert zf.testzip() is None and zf.namelist().count("zarr.json") == 1
-    run = subprocess.run(["unzip", "-tqq", str(target)], capture_output=True, text=True)
-    assert run.returncode == 0 or not shutil.which("unzip"), run.stdout
+    if shutil.which("unzip"):
+        run = subprocess.run(["unzip", "-tqq", str(target)], capture_output=True, text=True)
+        assert run.returncode == 0, run.stdout
