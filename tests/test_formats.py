@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import pickle
 from pathlib import Path
 from typing import Any
@@ -358,6 +359,17 @@ def test_a_safetensors_file_changed_while_it_compresses_is_refused(tmp_path: Pat
             if name == "a":  # (read; the file then changes before its digest is taken)
                 with path.open("ab") as f:
                     f.write(b"\0")
+        src.metadata()
+    # (found by review) a file replaced by another of the same size and time: a new inode
+    write_safetensors(path, {"a": np.ones(1000, np.float32), "b": np.zeros(9, np.float32)}.items())
+    other = tmp_path / "other.safetensors"
+    write_safetensors(other, {"a": np.zeros(1000, np.float32), "b": np.ones(9, np.float32)}.items())
+    with open_source(path) as src, pytest.raises(RuntimeError, match="changed while"):
+        for name, _ in src.arrays():
+            if name == "a":
+                st = path.stat()
+                os.utime(other, ns=(st.st_atime_ns, st.st_mtime_ns))
+                os.replace(other, path)
         src.metadata()
 
 

@@ -161,3 +161,23 @@ def test_a_name_no_file_can_hold_is_refused_when_added(tmp_path: Path, suffix: s
         w.add_tensor("y" * 255, np.ones(4, np.float32))
     with nncodecs.Reader(target) as r:
         assert r.keys() == ["kept", "y" * 255]
+
+
+def test_an_entry_flagged_encrypted_is_corrupt_data_not_a_password_prompt(
+    tmp_path: Path,
+) -> None:
+    # Found by review: zipfile raises a bare RuntimeError ("password required") for an
+    # entry whose flags say it is encrypted; nncodecs never writes one.
+    path = tmp_path / "enc.zarr.zip"
+    with nncodecs.Writer(path) as w:
+        w.add_tensor("t", np.ones((50, 30), np.float32))
+    data = bytearray(path.read_bytes())
+    data[data.index(b"PK\x01\x02") + 8] |= 1  # (the first central record: t's chunk)
+    path.write_bytes(bytes(data))
+    with (
+        nncodecs.Reader(path) as r,
+        pytest.raises(nncodecs.CorruptDataError, match="t/c/0/0: an encrypted entry"),
+    ):
+        r.read_tensor("t")
+    with pytest.raises(nncodecs.CorruptDataError, match="an encrypted entry"):
+        nncodecs.Writer(path, mode="a")

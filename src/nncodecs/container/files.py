@@ -74,12 +74,15 @@ def open_local(path: Path) -> ContainerFiles:
 
 
 def zip_problems(zf: zipfile.ZipFile) -> dict[str, str]:
-    """Entries a reader must refuse: deflated chunks (a zip bomb inflates whole) and
-    metadata that would inflate past METADATA_CAP."""
+    """Entries a reader must refuse: deflated chunks (a zip bomb inflates whole),
+    metadata that would inflate past METADATA_CAP, and encrypted entries (nncodecs
+    writes none; zipfile would raise a bare RuntimeError asking for a password)."""
     bad = {}
     for info in zf.infolist():
         meta = info.filename.rsplit("/", 1)[-1] == "zarr.json"
-        if meta and info.file_size > METADATA_CAP:
+        if info.flag_bits & 0x1:
+            bad[info.filename] = "an encrypted entry (nncodecs never writes one)"
+        elif meta and info.file_size > METADATA_CAP:
             bad[info.filename] = f"metadata of {info.file_size} bytes (at most {METADATA_CAP})"
         elif not meta and info.compress_type != zipfile.ZIP_STORED:
             bad[info.filename] = "a compressed chunk entry (chunk entries are stored)"

@@ -61,12 +61,14 @@ class Crc32c:
 
 # digests of files being hashed ahead, on a thread of their own, by real path: the
 # (path, size, mtime) they had then, and the future result
-_AHEAD: dict[str, tuple[tuple[str, int, int], concurrent.futures.Future[dict[str, str]]]] = {}
+_AHEAD: dict[str, tuple[tuple[str, int, int, int], concurrent.futures.Future[dict[str, str]]]] = {}
 
 
-def _file_key(path: Path) -> tuple[str, int, int]:
+def _file_key(path: Path) -> tuple[str, int, int, int]:
+    """What says a file is still the one read: real path, size, modification time and
+    inode (a file replaced by another of the same size and time is a new inode)."""
     st = path.stat()
-    return (os.path.realpath(path), st.st_size, st.st_mtime_ns)
+    return (os.path.realpath(path), st.st_size, st.st_mtime_ns, st.st_ino)
 
 
 def hash_ahead(paths: list[Path]) -> None:
@@ -81,7 +83,7 @@ def hash_ahead(paths: list[Path]) -> None:
     _AHEAD.update({key[0]: (key, future) for key, future in futures.items()})
 
     def run() -> None:
-        for (real, _, _), future in futures.items():
+        for (real, *_), future in futures.items():
             try:
                 future.set_result(_digests(Path(real), daemon=True))
             except BaseException as exc:  # (file_digests raises it in the caller)
@@ -108,7 +110,7 @@ class ReadDigest:
     tensor's), reading only the bytes between them: no second pass over the tensors.
     Hashing the 1.09 GB model again on a thread of its own cost 7% of its compression's
     CPU in the kernel's copies alone (perf). Made before the first read: a file changed
-    by the end (size or modification time) is an error, as for :func:`file_digests`."""
+    by the end (size, modification time or inode) is an error, as for :func:`file_digests`."""
 
     def __init__(self, path: Path) -> None:
         self.path, self.key = path, _file_key(path)
