@@ -149,8 +149,8 @@ class ReadDigest:
 
 def file_digests(path: Path) -> dict[str, str]:
     """What a container records of a source file: ``{"crc32c": hex}`` (for one hashed
-    ahead, that result). A file hashed ahead that has changed since (its size or
-    modification time) is an error: its tensors may have been read before the change,
+    ahead, that result). A file hashed ahead that has changed since (its size,
+    modification time or inode) is an error: its tensors may have been read before the change,
     so no digest would describe what the container holds."""
     key = _file_key(path)
     ahead = _AHEAD.pop(key[0], None)
