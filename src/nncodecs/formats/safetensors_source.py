@@ -70,6 +70,7 @@ class SafetensorsSource(Source):
             arr = t.read()
             self._reads[t.rows.path].read(t.rows.offset, arr)
             yield t.name, arr
+            del arr  # (before the next is read: one tensor in memory at a time)
 
     def _digests(self, st: SafetensorsFile) -> dict[str, str]:
         """The file's CRC32C: from the reads of a whole pass of :meth:`arrays`, else read."""
