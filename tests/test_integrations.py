@@ -217,3 +217,46 @@ def test_bulk_calls_pause_the_garbage_collector(tmp_path: Path, call: str) -> No
         gc.callbacks.remove(count)
         gc.set_threshold(*before)
     assert inside["collections"] == 0
+
+
+@pytest.mark.parametrize("kind", ["zarr", "zarr.zip"])
+def test_opening_a_container_sets_off_no_collection(
+    tmp_path: Path, kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The zip's directory and the root document of a model of thousands of tensors make
+    # hundreds of thousands of objects: the full collections they set off rescanned
+    # them (opening 5,000 tensors: 0.17-0.35 s against 0.10-0.13 s without).
+    import gc
+
+    import nncodecs
+    from nncodecs.container.reader import Reader
+
+    path = tmp_path / f"m.{kind}"
+    with nncodecs.Writer(path) as w:
+        for i in range(300):
+            w.add_tensor(f"t{i}", np.full(4, i, np.float32))
+    inside = {"now": False, "collections": 0}
+    real = Reader._open
+
+    def opening(self: Any, *args: Any) -> None:
+        inside["now"] = True
+        try:
+            real(self, *args)
+        finally:
+            inside["now"] = False
+
+    def count(phase: str, info: dict) -> None:
+        if phase == "start" and inside["now"]:
+            inside["collections"] += 1
+
+    monkeypatch.setattr(Reader, "_open", opening)
+    before = gc.get_threshold()
+    gc.set_threshold(50)  # (a collection every 50 allocations while it is on)
+    gc.callbacks.append(count)
+    try:
+        with Reader(path) as r:
+            assert len(r) == 300 and gc.isenabled()
+    finally:
+        gc.callbacks.remove(count)
+        gc.set_threshold(*before)
+    assert inside["collections"] == 0

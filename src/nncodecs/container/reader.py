@@ -17,6 +17,7 @@ from nncodecs.container.composite import assemble
 from nncodecs.container.declared import Declared, codec_label, declared
 from nncodecs.container.decoding import read_weights, weights_pieces
 from nncodecs.container.files import Strict, local_target, open_local
+from nncodecs.container.gcpause import collector_paused
 from nncodecs.container.tensor_info import TensorInfo, info_from_doc
 from nncodecs.dtypes import dtype_name
 from nncodecs.errors import CorruptDataError
@@ -45,6 +46,18 @@ class Reader:
         self._closed = False
         self._base, self._zarr, self._owned, self._lock = None, None, True, threading.Lock()
         self._sizes: dict[str, int] | None = None
+        # (no collection while opening: the hundreds of thousands of objects of a zip's
+        # directory and a root document set off full collections that rescanned them,
+        # 0.17-0.35 s of opening 5,000 tensors against 0.10-0.13 s without)
+        with collector_paused():
+            self._open(target, storage_options)
+        # name -> how its Zarr metadata contradicts its records (an error on every use);
+        # each tensor is checked at its first use (a model of thousands opens at once)
+        self._damaged: dict[str, str] = {}
+        self._checked: set[str] = set()
+        self._declared: dict[str, Declared | None] = {}
+
+    def _open(self, target: Any, storage_options: dict | None) -> None:
         local = local_target(target) if storage_options is None else None
         if local is not None:
             self._files, self._where = open_local(local), str(target)
@@ -61,11 +74,6 @@ class Reader:
             raise
         self.metadata: dict[str, str] = dict(attrs.get("metadata", {}))
         self._order = layout.tensor_order(attrs, self._entries)
-        # name -> how its Zarr metadata contradicts its records (an error on every use);
-        # each tensor is checked at its first use (a model of thousands opens at once)
-        self._damaged: dict[str, str] = {}
-        self._checked: set[str] = set()
-        self._declared: dict[str, Declared | None] = {}
 
     def _store(self) -> Any:
         """The Zarr store every Zarr object of this Reader reads through (a CheckedStore
