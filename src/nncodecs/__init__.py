@@ -21,7 +21,10 @@ Examples
 True
 """
 
+from nncodecs import _zipfile_fix
 from nncodecs._lazy import lazy_exports
+
+_zipfile_fix.apply()  # zip:: readers on threads (CPython gh-127847), see the module
 
 _EXPORTS = {
     **dict.fromkeys(
