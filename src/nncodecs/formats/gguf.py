@@ -2,22 +2,21 @@
 
 Float and integer tensors come typed; quantized blocks come as their raw bytes (uint8)
 with their GGML type recorded. Every other byte of the file (header, key-value metadata,
-tensor infos, alignment padding) is kept verbatim in the container's metadata.
+tensor infos, alignment padding) is kept verbatim in the container's metadata
+(:mod:`nncodecs.formats.spliced`, which restores the file).
 """
 
 from __future__ import annotations
 
-import base64
-import json
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from nncodecs.errors import CorruptDataError
 from nncodecs.formats.source import FileRows, Source, Tensor
+from nncodecs.formats.spliced import spliced_metadata
 
-__all__ = ["GgufSource", "restore_gguf"]
+__all__ = ["GgufSource"]
 
 _GGUF_TYPED = {"F32": np.float32, "F16": np.float16, "F64": np.float64, "I8": np.int8,
                "I16": np.int16, "I32": np.int32, "I64": np.int64}  # fmt: skip
@@ -62,39 +61,7 @@ class GgufSource(Source):
         """Besides the CRC32C: each tensor's place and GGML type, and every byte between
         and around the tensors, so that the file comes back byte for byte."""
         meta = super().metadata()
-        raw = np.memmap(self.path, dtype=np.uint8, mode="r")
-        gaps, ranges, at = [], [], 0
-        for name, start, size, kind in self.places:
-            if start < at:
-                raise CorruptDataError(f"{self.path}: tensor {name!r} overlaps the one before it")
-            gaps.append(bytes(raw[at:start]))
-            ranges.append([name, start, size, kind])
-            at = start + size
-        gaps.append(bytes(raw[at:]))
         tensors = meta.pop("source.tensors")
-        meta["source.gguf.ranges"] = json.dumps(ranges)
-        meta["source.gguf.gaps"] = json.dumps([base64.b64encode(g).decode() for g in gaps])
+        meta.update(spliced_metadata(self.path, "gguf", self.places))
         meta["source.tensors"] = tensors
         return meta
-
-
-def restore_gguf(r: Any, out: Path) -> None:
-    """Write the GGUF file a container (``r``, a :class:`nncodecs.Reader`) was made from:
-    the kept bytes, each tensor at its recorded place."""
-    try:
-        ranges = json.loads(r.metadata["source.gguf.ranges"])
-        gaps = [base64.b64decode(g) for g in json.loads(r.metadata["source.gguf.gaps"])]
-        if len(gaps) != len(ranges) + 1:
-            raise ValueError("one gap more than tensors expected")
-    except (KeyError, ValueError, TypeError) as exc:
-        raise CorruptDataError(f"the container's GGUF records are damaged ({exc})") from None
-    with out.open("wb") as f:
-        for gap, item in zip(gaps, ranges, strict=False):
-            if not (isinstance(item, list) and len(item) == 4 and item[0] in r):
-                raise CorruptDataError(f"the container's GGUF record {item!r} is damaged")
-            name, start, size, _ = item
-            f.write(gap)
-            if f.tell() != start or r.info(name).nbytes != size:
-                raise CorruptDataError(f"tensor {name!r} does not fit its place in the GGUF file")
-            f.write(np.asarray(r.read_tensor(name, check=True)).tobytes())
-        f.write(gaps[-1])

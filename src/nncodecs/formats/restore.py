@@ -10,15 +10,18 @@ from nncodecs.container import Reader
 from nncodecs.container.gcpause import collector_paused
 from nncodecs.formats.detect import EXACT_FORMATS, WRITE_FORMATS
 from nncodecs.formats.digests import check_restored
-from nncodecs.formats.gguf import restore_gguf
 from nncodecs.formats.malloc import use_one_malloc_arena
 from nncodecs.formats.npz import write_npz
 from nncodecs.formats.paths import READ_ONLY_SUFFIXES, check_model_file_name, local_output
 from nncodecs.formats.safetensors_restore import file_records, restore_safetensors
 from nncodecs.formats.source import Progress, stream_tensors
+from nncodecs.formats.spliced import has_places, restore_spliced
 from nncodecs.outputs import atomic_output, is_url
 
 __all__ = ["decompress", "default_format", "default_output", "restored_name"]
+
+#: Formats restored as kept bytes with each tensor at its place (nncodecs.formats.spliced).
+SPLICED = ("gguf", "onnx")
 
 
 def default_format(metadata: dict[str, str]) -> str:
@@ -27,8 +30,8 @@ def default_format(metadata: dict[str, str]) -> str:
     source = metadata.get("source.format")
     if source == "safetensors" and "source.files" in metadata:
         return "safetensors"
-    if source == "gguf" and "source.gguf.ranges" in metadata:
-        return "gguf"
+    if source in SPLICED and has_places(metadata, source):
+        return source
     if source == "npz":
         return "npz"
     return "safetensors"
@@ -53,7 +56,9 @@ def restored_name(container: Path, metadata: dict[str, str]) -> Path:
     want = {v: k for k, v in WRITE_FORMATS.items()}[fmt]
     if stem.suffix != want:
         source = metadata.get("source.format")
-        keep = source == fmt or stem.suffix not in READ_ONLY_SUFFIXES
+        # (a suffix of a format restored only from its own source is replaced, as one
+        # nncodecs does not write: "m.onnx.zarr.zip" -> "m.safetensors")
+        keep = source == fmt or stem.suffix not in (*READ_ONLY_SUFFIXES, ".onnx")
         stem = Path(name + want) if keep and stem.suffix != want else stem.with_suffix(want)
     return container.with_name(stem.name)
 
@@ -93,9 +98,12 @@ def decompress(
         fmt = fmt or WRITE_FORMATS.get(out.suffix.lower()) or default_format(r.metadata)
         if fmt not in WRITE_FORMATS.values():
             raise ValueError(f"cannot write {fmt!r}: choose {', '.join(WRITE_FORMATS.values())}")
-        if fmt == "gguf" and (source != "gguf" or "source.gguf.ranges" not in r.metadata):
-            raise ValueError("only a container made from a GGUF file can be written as GGUF")
-        if fmt != "gguf":
+        if fmt in SPLICED and not has_places(r.metadata, fmt):
+            kind = "an ONNX file without external data" if fmt == "onnx" else "a GGUF file"
+            raise ValueError(
+                f"{out}: only a container made from {kind} can be written as {fmt.upper()}"
+            )
+        if fmt not in SPLICED:
             _check_dense(r, fmt)
         own = fmt == source and fmt in EXACT_FORMATS and "source.files" in r.metadata
         records = file_records(r, str(container)) if own and fmt == "safetensors" else None
@@ -103,8 +111,8 @@ def decompress(
         local = local_output(container)
         inputs = (local,) if local is not None else ()
         with atomic_output(out, force, directory=directory, inputs=inputs) as tmp:
-            if fmt == "gguf":
-                restore_gguf(r, tmp)
+            if fmt in SPLICED:
+                restore_spliced(r, tmp, fmt)
                 expected = {k: r.metadata.get(f"source.{k}") for k in ("sha256", "crc32c")}
                 check_restored(tmp, expected, out)
             elif fmt == "safetensors":

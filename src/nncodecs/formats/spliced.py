@@ -1,0 +1,70 @@
+"""Files restored byte for byte as their kept bytes with each tensor at its place (GGUF,
+ONNX): the records a container keeps, and the restore from them.
+
+A format's :class:`Source` lists ``places``: ``(name, offset, bytes, kind)`` of each tensor
+whose bytes lie verbatim in the file; :func:`spliced_metadata` keeps every byte between
+and around them (``source.<format>.gaps``, base64) and the places
+(``source.<format>.ranges``); :func:`restore_spliced` writes them back in turn. The
+file's CRC32C, recorded beside them, is checked on the restored file by the caller.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from nncodecs.errors import CorruptDataError
+
+__all__ = ["has_places", "restore_spliced", "spliced_metadata"]
+
+Place = tuple[str, int, int, str]  # (tensor name, offset in the file, bytes, kind)
+
+
+def spliced_metadata(path: Path, fmt: str, places: list[Place]) -> dict[str, str]:
+    """The records of ``places`` (in file order, none overlapping) and every byte of the
+    file outside them."""
+    raw = np.memmap(path, dtype=np.uint8, mode="r") if path.stat().st_size else np.empty(0)
+    gaps, ranges, at = [], [], 0
+    for name, start, size, kind in sorted(places, key=lambda p: p[1]):
+        if start < at:
+            raise CorruptDataError(f"{path}: tensor {name!r} overlaps the one before it")
+        gaps.append(bytes(raw[at:start]))
+        ranges.append([name, start, size, kind])
+        at = start + size
+    gaps.append(bytes(raw[at:]))
+    return {
+        f"source.{fmt}.ranges": json.dumps(ranges),
+        f"source.{fmt}.gaps": json.dumps([base64.b64encode(g).decode() for g in gaps]),
+    }
+
+
+def has_places(metadata: dict[str, str], fmt: str) -> bool:
+    """Whether a container (its ``metadata``) can restore its ``fmt`` source byte for byte."""
+    return metadata.get("source.format") == fmt and f"source.{fmt}.ranges" in metadata
+
+
+def restore_spliced(r: Any, out: Path, fmt: str) -> None:
+    """Write the ``fmt`` file a container (``r``, a :class:`nncodecs.Reader`) was made from:
+    the kept bytes, each tensor at its recorded place."""
+    what = fmt.upper()
+    try:
+        ranges = json.loads(r.metadata[f"source.{fmt}.ranges"])
+        gaps = [base64.b64decode(g) for g in json.loads(r.metadata[f"source.{fmt}.gaps"])]
+        if not isinstance(ranges, list) or len(gaps) != len(ranges) + 1:
+            raise ValueError("one gap more than tensors expected")
+    except (KeyError, ValueError, TypeError) as exc:
+        raise CorruptDataError(f"the container's {what} records are damaged ({exc})") from None
+    with out.open("wb") as f:
+        for gap, item in zip(gaps, ranges, strict=False):
+            if not (isinstance(item, list) and len(item) == 4 and item[0] in r):
+                raise CorruptDataError(f"the container's {what} record {item!r} is damaged")
+            name, start, size, _ = item
+            f.write(gap)
+            if f.tell() != start or r.info(name).nbytes != size:
+                raise CorruptDataError(f"tensor {name!r} does not fit its place in the {what} file")
+            f.write(np.asarray(r.read_tensor(name, check=True)).tobytes())
+        f.write(gaps[-1])

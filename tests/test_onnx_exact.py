@@ -1,0 +1,198 @@
+"""ONNX models come back byte for byte (sha256) through the CLI: the graph kept, each
+tensor's ``raw_data`` stored typed and compressed and put back at its place."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import optional_import
+
+from nncodecs import Reader
+from nncodecs.errors import CorruptDataError
+from nncodecs.formats.onnx_wire import raw_data_spans
+
+
+def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "nncodecs", *args], cwd=cwd, capture_output=True, text=True
+    )
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def round_trip(path: Path) -> Path:
+    """compress, then decompress to a new name; the restored file's path."""
+    r = run("compress", path.name, "-q", cwd=path.parent)
+    assert r.returncode == 0, r.stderr
+    back = path.with_name("back-" + path.name)
+    r = run("decompress", path.name + ".zarr.zip", "-o", back.name, cwd=path.parent)
+    assert r.returncode == 0, r.stderr
+    assert "(onnx," in r.stdout
+    return back
+
+
+@pytest.mark.parametrize("folding", [True, False], ids=["folded", "unfolded"])
+def test_exported_minilm_comes_back_byte_identical(
+    real_weights: dict, tmp_path: Path, folding: bool
+) -> None:
+    torch = optional_import("torch")
+    transformers = optional_import("transformers")
+    optional_import("onnx")
+    from nncodecs.datasets import minilm_path
+
+    model = transformers.AutoModel.from_pretrained(minilm_path().parent, local_files_only=True)
+
+    class Hidden(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.m = model.eval()
+
+        def forward(self, ids: Any, mask: Any) -> Any:
+            return self.m(input_ids=ids, attention_mask=mask).last_hidden_state
+
+    ids = torch.ones((1, 8), dtype=torch.long)
+    path = tmp_path / "minilm.onnx"
+    torch.onnx.export(Hidden(), (ids, torch.ones_like(ids)), str(path), dynamo=False,
+                      do_constant_folding=folding)  # fmt: skip
+    back = round_trip(path)
+    assert sha(back) == sha(path)
+    with Reader(tmp_path / "minilm.onnx.zarr.zip") as r:
+        names = r.keys()
+        assert "m.embeddings.word_embeddings.weight" in names or any(
+            "word_embeddings" in n for n in names
+        )
+        stored = sum(r.info(n).stored_bytes for n in names)
+    assert stored < 0.85 * path.stat().st_size  # typed and compressed, not raw bytes
+    r = run("decompress", "minilm.onnx.zarr.zip", "-o", "w.safetensors", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr  # its tensors, as safetensors, as before
+
+
+def helper_model(onnx: Any) -> Any:
+    """Initializers of every dtype the codecs keep, Constant nodes of every kind (raw_data,
+    typed fields, value_float(s) / value_int(s)), an If with one subgraph per branch."""
+    import ml_dtypes
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(3)
+    inits = []
+    kinds = "float32 float16 float64 int8 int16 int32 int64 uint8 uint16 uint32 uint64 bool"
+    for i, dtype in enumerate(kinds.split()):
+        arr = (rng.standard_normal((5, 7)) * 50).astype(dtype)
+        inits.append(numpy_helper.from_array(arr, f"init_{dtype}_{i}"))
+    bf16 = rng.standard_normal((16, 8)).astype(np.float32).astype(ml_dtypes.bfloat16)
+    inits.append(
+        helper.make_tensor(
+            "init_bf16", TensorProto.BFLOAT16, bf16.shape, bf16.view(np.uint16).tobytes(), raw=True
+        )
+    )
+    inits.append(helper.make_tensor("typed_init", TensorProto.FLOAT, [3], [0.5, 1.5, -2.0]))
+    inits.append(numpy_helper.from_array(np.float32(7.0), "scalar"))
+    inits.append(numpy_helper.from_array(np.zeros((0, 4), np.float32), "empty"))
+
+    def branch(value: float) -> Any:
+        c = helper.make_node("Constant", [], ["t"], value=numpy_helper.from_array(
+            np.full(3, value, np.float32)))  # fmt: skip
+        return helper.make_graph(
+            [c], f"b{value}", [], [helper.make_tensor_value_info("t", TensorProto.FLOAT, [3])]
+        )
+
+    nodes = [
+        helper.make_node(
+            "Constant",
+            [],
+            ["c_raw"],
+            value=numpy_helper.from_array(rng.standard_normal((6, 6)).astype(np.float32)),
+        ),
+        helper.make_node(
+            "Constant",
+            [],
+            ["c_typed"],
+            value=helper.make_tensor("c_typed", TensorProto.INT64, [2], [4, -5]),
+        ),
+        helper.make_node("Constant", [], ["c_floats"], value_floats=[1.0, 2.0]),
+        helper.make_node("Constant", [], ["c_int"], value_int=9),
+        helper.make_node(
+            "If", ["cond"], ["y"], name="choose", then_branch=branch(1.0), else_branch=branch(2.0)
+        ),
+    ]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("cond", TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])], initializer=inits,
+    )  # fmt: skip
+    model = helper.make_model(graph, doc_string="kept verbatim")
+    model.metadata_props.add(key="author", value="nncodecs tests")
+    return model
+
+
+def test_helper_built_model_comes_back_byte_identical(tmp_path: Path) -> None:
+    onnx = optional_import("onnx")
+    path = tmp_path / "h.onnx"
+    onnx.save(helper_model(onnx), path)
+    back = round_trip(path)
+    assert sha(back) == sha(path)
+    from onnx import numpy_helper
+
+    model = onnx.load(str(path))
+    with Reader(tmp_path / "h.onnx.zarr.zip") as r:
+        for init in model.graph.initializer:  # every value readable by name, as stored
+            got = np.asarray(r.read_tensor(init.name))
+            want = numpy_helper.to_array(init)
+            if init.data_type == onnx.TensorProto.BFLOAT16:
+                got, want = got.view(np.uint16), np.frombuffer(init.raw_data, np.uint16)
+            assert np.array_equal(got.reshape(-1), np.asarray(want).reshape(-1)), init.name
+        assert r.read_tensor("choose.else_branch/t")[0] == 2.0
+        assert list(r.read_tensor("c_floats")) == [1.0, 2.0]
+
+
+def test_every_raw_data_span_is_where_onnx_reads_it(tmp_path: Path) -> None:
+    onnx = optional_import("onnx")
+    model = helper_model(onnx)
+    raw = model.SerializeToString()
+    spans = raw_data_spans(raw)
+    inits = list(model.graph.initializer)
+    for t, span in zip(inits, spans, strict=False):
+        if t.HasField("raw_data"):
+            assert span is not None and raw[span[0] : span[0] + span[1]] == t.raw_data, t.name
+        else:
+            assert span is None, t.name  # typed_init: its values are in float_data
+    assert any(not t.HasField("raw_data") for t in inits)
+    # then the Constant nodes in order: c_raw (raw_data), c_typed, c_floats, c_int (typed
+    # fields), and the If's two branches
+    rest = spans[len(inits) :]
+    assert len(rest) == 6 and rest[0] is not None and rest[1:4] == [None, None, None]
+    assert rest[4] is not None and rest[5] is not None
+
+
+def test_external_data_compresses_and_is_refused_as_onnx_by_name(tmp_path: Path) -> None:
+    onnx = optional_import("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = numpy_helper.from_array(np.ones((64, 64), np.float32), "w")
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64])], initializer=[w],
+    )  # fmt: skip
+    onnx.save(helper.make_model(graph), tmp_path / "e.onnx", save_as_external_data=True,
+              all_tensors_to_one_file=True, location="e.data", size_threshold=0)  # fmt: skip
+    assert run("compress", "e.onnx", "-q", cwd=tmp_path).returncode == 0
+    r = run("decompress", "e.onnx.zarr.zip", "-o", "back.onnx", cwd=tmp_path)
+    assert r.returncode == 1 and "without external data" in r.stderr, r.stderr
+    assert not (tmp_path / "back.onnx").exists()
+    r = run("decompress", "e.onnx.zarr.zip", cwd=tmp_path)  # default: safetensors
+    assert r.returncode == 0 and "e.safetensors" in r.stdout, (r.stdout, r.stderr)
+
+
+def test_malformed_protobuf_is_a_clear_error() -> None:
+    for bad in (b"\x3a\xff\xff\xff\xff\x0f", b"\x3a\x05ab", b"\x3f", b"\x3a\x80"):
+        with pytest.raises(CorruptDataError, match="not a readable ONNX model"):
+            raw_data_spans(bad)
+    assert raw_data_spans(b"") == []
