@@ -1,14 +1,20 @@
-"""Write the analysis notebooks of notebooks/ from the cells below, outputs empty.
+"""Write the analysis notebooks of notebooks/ from the cells below, and run them.
 
-``python scripts/make_notebooks.py``. The notebooks are committed without
-outputs (no stale numbers); the test suite executes them, plots included
-(tests/test_notebooks.py). Edit the cells here, not the .ipynb files.
+``python scripts/make_notebooks.py`` writes them; ``--execute`` then runs every notebook
+of notebooks/ (quickstart.ipynb too) in a Jupyter kernel and saves its outputs, plots
+included, so that they show where the repository is browsed. Commit what it writes.
+The test suite reruns them with nbval (tests/test_notebooks.py): every text output must
+come out the same, except in cells tagged ``nbval-ignore-output`` (``"code-varies"``
+below: timings, the peers installed). Edit the cells here, not the .ipynb files.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import tempfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).parent.parent / "notebooks"
 
@@ -197,7 +203,7 @@ encode to a list of buffers, decode them back. Every result is checked
 bit for bit.""",
     ),
     (
-        "code",
+        "code-varies",
         """def nncodecs_system(dtype):
     # each tensor's own dtype (the model holds an int64 one too)
     def encode(model):
@@ -262,7 +268,7 @@ print("systems:", ", ".join(systems))""",
     ),
     ("md", "Measure: ratio (stored over original), encode and decode speed in MB/s."),
     (
-        "code",
+        "code-varies",
         """rows = []
 for dtype, model in models.items():
     nbytes = sum(t.nbytes for t in model.values())
@@ -386,7 +392,11 @@ reader.close()""",
 ]
 
 
+IGNORE = "nbval-ignore-output"
+
+
 def notebook(cells: list[tuple[str, str]]) -> dict:
+    """The notebook of ``cells``, outputs empty."""
     out = []
     for i, (kind, text) in enumerate(cells):
         lines = text.splitlines(keepends=True)
@@ -394,8 +404,9 @@ def notebook(cells: list[tuple[str, str]]) -> dict:
             out.append({"cell_type": "markdown", "id": f"cell-{i}", "metadata": {},
                         "source": lines})  # fmt: skip
         else:
+            meta = {"tags": [IGNORE]} if kind == "code-varies" else {}
             out.append({"cell_type": "code", "execution_count": None, "id": f"cell-{i}",
-                        "metadata": {}, "outputs": [], "source": lines})  # fmt: skip
+                        "metadata": meta, "outputs": [], "source": lines})  # fmt: skip
     return {
         "cells": out,
         "metadata": {
@@ -407,12 +418,49 @@ def notebook(cells: list[tuple[str, str]]) -> dict:
     }
 
 
+def without_outputs(nb: dict[str, Any]) -> dict[str, Any]:
+    """A notebook (parsed JSON) as written before it ran: what the generator compares."""
+    nb = json.loads(json.dumps(nb))
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code":
+            cell["outputs"], cell["execution_count"] = [], None
+    nb["metadata"] = {k: nb["metadata"][k] for k in ("kernelspec", "language_info")}
+    nb["metadata"]["language_info"] = {"name": "python"}
+    return nb
+
+
+def execute(path: Path) -> None:
+    """Run a notebook top to bottom in a fresh kernel, in a scratch directory, and save it
+    with its outputs (no timestamps: a rerun changes only what the code prints)."""
+    import nbclient
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    with tempfile.TemporaryDirectory() as work:
+        nbclient.NotebookClient(
+            nb, timeout=300, kernel_name="python3", record_timing=False,
+            resources={"metadata": {"path": work}},
+        ).execute()  # fmt: skip
+    nb.metadata = {"kernelspec": nb.metadata["kernelspec"], "language_info": {"name": "python"}}
+    nbformat.write(nb, path)
+
+
+GENERATED = (("inspect_weights", "INSPECT"), ("compare_codecs", "COMPARE"),
+             ("xarray_dask", "XARRAY"))  # fmt: skip
+
+
 def main() -> None:
-    for name, cells in (("inspect_weights", INSPECT), ("compare_codecs", COMPARE),
-                        ("xarray_dask", XARRAY)):  # fmt: skip
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--execute", action="store_true", help="run them and save outputs")
+    args = parser.parse_args()
+    for name, cells in GENERATED:
         path = ROOT / f"{name}.ipynb"
-        path.write_text(json.dumps(notebook(cells), indent=1) + "\n")
+        path.write_text(json.dumps(notebook(globals()[cells]), indent=1) + "\n")
         print("wrote", path)
+    if args.execute:
+        for path in sorted(ROOT.glob("*.ipynb")):
+            execute(path)
+            print("ran", path)
 
 
 if __name__ == "__main__":
