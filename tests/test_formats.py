@@ -15,6 +15,7 @@ from harness import same_bits
 
 from nncodecs import CorruptDataError, Reader, _core, as_numpy
 from nncodecs.datasets import minilm_path
+from nncodecs.dtypes import normalize_dtype
 from nncodecs.formats import (
     SafetensorsFile,
     compress,
@@ -143,7 +144,10 @@ def test_gguf_round_trips_byte_identically(real_weights: dict, tmp_path: Path) -
     for i, (name, arr) in enumerate(real_weights.items()):
         if arr.dtype != np.float32:
             continue
-        if i % 3 == 1:
+        if i % 5 == 4:
+            writer.add_tensor(name, gguf.quants.quantize(arr, Q.BF16), raw_dtype=Q.BF16)
+            kinds.append("BF16")
+        elif i % 3 == 1:
             writer.add_tensor(name, arr.astype(np.float16))
             kinds.append("F16")
         elif i % 3 == 2 and arr.shape[-1] % 32 == 0:
@@ -156,7 +160,7 @@ def test_gguf_round_trips_byte_identically(real_weights: dict, tmp_path: Path) -
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
-    assert {"F32", "F16", "Q8_0"} <= set(kinds)
+    assert {"F32", "F16", "Q8_0", "BF16"} <= set(kinds)
     assert detect_format(path) == "gguf"
     compress(path, tmp_path / "g.zarr.zip")
     assert decompress(tmp_path / "g.zarr.zip", tmp_path / "back.gguf") == "gguf"
@@ -164,9 +168,13 @@ def test_gguf_round_trips_byte_identically(real_weights: dict, tmp_path: Path) -
     with Reader(tmp_path / "g.zarr.zip") as r:
         ranges = json.loads(r.metadata["source.gguf.ranges"])
         types = {name: kind for name, _, _, kind in ranges}
-        assert set(types.values()) == {"F32", "F16", "Q8_0"}
+        assert set(types.values()) == {"F32", "F16", "Q8_0", "BF16"}
         quantized = next(n for n, k in types.items() if k == "Q8_0")
         assert r.read_tensor(quantized).dtype == np.uint8  # its blocks, bit-exact
+        bf16 = next(n for n, k in types.items() if k == "BF16")  # typed, in its shape
+        got = r.read_tensor(bf16)
+        assert got.dtype == normalize_dtype("bfloat16") and got.shape == real_weights[bf16].shape
+        assert same_bits(got, real_weights[bf16].astype(got.dtype))
         assert r.metadata["source.crc32c"] == f"{_core.crc32c(path.read_bytes()):08x}"
     # a restore that is not the source is refused (a forged record stands in for a bug)
     compress(path, tmp_path / "g.zarr")

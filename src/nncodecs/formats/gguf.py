@@ -1,17 +1,19 @@
 """GGUF as a :class:`Source` (through the ``gguf`` package), and its byte-identical restore.
 
-Float and integer tensors come typed; quantized blocks come as their raw bytes (uint8)
-with their GGML type recorded. Every other byte of the file (header, key-value metadata,
-tensor infos, alignment padding) is kept verbatim in the container's metadata
-(:mod:`nncodecs.formats.spliced`, which restores the file).
+Float and integer tensors (BF16 included) come typed; quantized blocks come as their raw
+bytes (uint8) with their GGML type recorded. Every other byte of the file (header,
+key-value metadata, tensor infos, alignment padding) is kept verbatim in the container's
+metadata (:mod:`nncodecs.formats.spliced`, which restores the file).
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
 
+from nncodecs.dtypes import normalize_dtype
 from nncodecs.errors import CorruptDataError
 from nncodecs.formats.source import FileRows, Source, Tensor
 from nncodecs.formats.spliced import spliced_metadata
@@ -49,6 +51,11 @@ class GgufSource(Source):
                 )
             if kind in _GGUF_TYPED:
                 dtype, shape = np.dtype(_GGUF_TYPED[kind]), tuple(t.data.shape)
+            elif kind == "BF16":  # (the gguf package reads it as bytes: typed here)
+                dtype = normalize_dtype("bfloat16")
+                shape = tuple(int(n) for n in reversed(t.shape))
+                if math.prod(shape) * 2 != size:
+                    raise CorruptDataError(f"{self.path}: tensor {t.name!r} has a wrong size")
             else:
                 dtype, shape = np.dtype(np.uint8), (size,)
             out.append(
