@@ -17,9 +17,9 @@ def cmd_info(args: argparse.Namespace) -> int:
 
     src = Path(args.input)
     fmt = detect_format(src)
-    count = None
+    count, files = None, []
     if fmt == "container":
-        rows, count = _container_rows(src)
+        rows, count, files = _container_rows(src)
     else:
         rows = _file_rows(src, fmt)
     total_n = sum(r["nbytes"] for r in rows)
@@ -27,7 +27,7 @@ def cmd_info(args: argparse.Namespace) -> int:
     if args.json:
         doc = {"format": fmt, "tensors": rows, "nbytes": total_n, "stored_bytes": total_s}
         if fmt == "container":
-            doc["source_tensors"] = count
+            doc["source_tensors"], doc["files"] = count, files
         print(json.dumps(doc))
         return 0
     table = [
@@ -58,6 +58,9 @@ def cmd_info(args: argparse.Namespace) -> int:
         f"{len(rows)} tensors ({fmt}): {human(total_n)} -> {human(total_s)} stored, "
         f"ratio {ratio:.4f}{of_source(count)}"
     )
+    if files:  # (a snapshot directory's config, tokenizer ...: Reader.read_file)
+        more = f" and {len(files) - 8} more" if len(files) > 8 else ""
+        print(f"{len(files)} kept files: {', '.join(files[:8])}{more}")
     return 0
 
 
@@ -73,7 +76,7 @@ def source_count(metadata: dict[str, str]) -> int | None:
         return None
 
 
-def _container_rows(src: Path) -> tuple[list[dict[str, Any]], int | None]:
+def _container_rows(src: Path) -> tuple[list[dict[str, Any]], int | None, list[str]]:
     from nncodecs import Reader
 
     with Reader(src) as r:
@@ -89,7 +92,7 @@ def _container_rows(src: Path) -> tuple[list[dict[str, Any]], int | None]:
             }
             for i in (r.info(n) for n in r)
         ]
-        return rows, source_count(r.metadata)
+        return rows, source_count(r.metadata), r.files()
 
 
 def _file_rows(src: Path, fmt: str) -> list[dict[str, Any]]:

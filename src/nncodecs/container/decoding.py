@@ -122,3 +122,24 @@ def _windows(
         yield buf
     if at != total:
         raise CorruptDataError(f"{z.path!r}: its chunks cover {at} of {total} rows")
+
+
+def read_on_device(r: Any, name: str, z: Any, to: str, device: str) -> Any:
+    """A dense tensor (its Zarr array ``z``, of the Reader ``r``) decoded on a GPU:
+    the frames of all its chunks in one batch; other codecs decoded on the host,
+    checked, then copied (``Reader.read_tensor(name, device=...)``)."""
+    from nncodecs.codecs.device import decode_chunks_on_device, host_to_device
+    from nncodecs.container.checks import check_size, chunk_frames
+
+    try:
+        check_size(z, r._reads)  # (before any chunk is looked up)
+    except CorruptDataError as exc:
+        raise r._error(name, exc) from None
+    frames = chunk_frames(z)
+    if frames is None:  # not the weights codec: decoded on the host, then one copy
+        return host_to_device(device, r.read_tensor(name, check=True), tuple(z.shape), to)
+    chunk_nbytes = math.prod(z.chunks) * z.dtype.itemsize
+    try:
+        return decode_chunks_on_device(device, frames, z.dtype, chunk_nbytes, tuple(z.shape), to)
+    except CorruptDataError as exc:
+        raise CorruptDataError(f"tensor {name!r}: {exc}") from exc

@@ -22,6 +22,7 @@ import numpy as np
 
 from nncodecs import _core
 from nncodecs.container import zarr_docs
+from nncodecs.container.kept import kept_entries
 from nncodecs.container.names import escape, legacy_escape, unescape
 from nncodecs.errors import CorruptDataError, NotAContainerError
 from nncodecs.outputs import CONTAINER_FORMAT
@@ -268,11 +269,16 @@ def committed_from_docs(store: Callable[[], Any], docs: dict[str, Any]) -> dict[
     return members
 
 
+def _kept(store: Any, attrs: dict[str, Any], docs: Any, group: Any) -> dict[Any, Member]:
+    entries = kept_entries(store, attrs, docs, group, ATTRS_KEY)
+    return {k: Member("dense", a, load, doc, node) for k, (a, load, doc, node) in entries.items()}
+
+
 def tensor_order(attrs: dict[str, Any], members: dict[str, Member]) -> list[str]:
     """The recorded order first, then complete tensors written after the last
     time the order was saved (a writer that did not close)."""
     order = [n for n in attrs.get("tensors", []) if n in members]
-    return order + sorted(set(members) - set(order))
+    return order + sorted({n for n in members if isinstance(n, str)} - set(order))
 
 
 def _consolidated(raw: bytes | None) -> tuple[dict[str, Any], dict[str, Any]] | None:
@@ -304,11 +310,12 @@ def read_root(store: Any) -> bytes | None:
 def open_container(
     store: Any, where: str, root: Callable[[], bytes | None] | None = None
 ) -> tuple[Any, dict[str, Any], dict[str, Member]]:
-    """(group, container attributes, committed tensors) of the container in a
-    store, read through its consolidated metadata where it has one. ``store``: a
-    Zarr store, or a function that makes one (called only where a Zarr object is
-    needed); ``root``: reads the root ``zarr.json`` (default: through the store).
-    Errors are NotAContainerError or CorruptDataError, one line starting with ``where``."""
+    """(group, container attributes, committed tensors and kept files, these by
+    ``kept.kept_key``) of the container in a store, read through its consolidated
+    metadata where it has one. ``store``: a Zarr store, or a function that makes one
+    (called only where a Zarr object is needed); ``root``: reads the root ``zarr.json``
+    (default: through the store). Errors are NotAContainerError or CorruptDataError,
+    one line starting with ``where``."""
     get_store = store if callable(store) else lambda: store
     try:
         consolidated = _consolidated(root() if root is not None else read_root(get_store()))
@@ -322,7 +329,7 @@ def open_container(
                     f"tensor {lost[0]!r} is listed, but the consolidated metadata holds "
                     "no complete node of it"
                 )
-            return None, attrs, members
+            return None, attrs, {**members, **_kept(get_store, attrs, docs, None)}
         import zarr
 
         with warnings.catch_warnings():
@@ -330,7 +337,7 @@ def open_container(
             group = zarr.open_group(get_store(), mode="r")
             attrs = check_container(group)
             # (no warning for a dead writer's leftovers: they are not members)
-            return group, attrs, committed(group)
+            return group, attrs, {**committed(group), **_kept(None, attrs, None, group)}
     except (NotAContainerError, CorruptDataError) as exc:
         msg = str(exc)
         raise type(exc)(msg if msg.startswith(where) else f"{where}: {msg}") from None

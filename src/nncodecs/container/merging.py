@@ -19,12 +19,14 @@ def merge(
     metadata: dict[str, str] | None = None,
     overwrite: bool = False,
 ) -> None:
-    """Write the tensors of several containers into one (names must not repeat).
+    """Write the tensors of several containers into one (names must not repeat), and
+    their kept files (one of each name: the same bytes in every container that has it).
 
     ``metadata``: the merged container's metadata; by default the sources'
     metadata, which must then agree key by key.
     """
     seen: dict[str, str] = {}  # tensor name -> the source it came from
+    kept: dict[str, bytes] = {}  # kept files written, by name
     with Writer(target, mode="w", codec=codec, overwrite=overwrite) as w:
         if metadata is not None:
             w.metadata.update(metadata)
@@ -48,6 +50,13 @@ def merge(
                         if type(exc) not in (ValueError, TypeError) or where in str(exc):
                             raise
                         raise type(exc)(f"{where}: {exc}") from None
+                for file in r.files():  # kept files: once, where the containers agree
+                    data = r.read_file(file)
+                    if file in kept and kept[file] != data:
+                        raise ValueError(f"{where}: kept file {file!r} differs between them")
+                    if file not in kept:
+                        w.add_file(file, data)
+                        kept[file] = data
 
 
 def _copy(r: Reader, w: Writer, name: str) -> None:

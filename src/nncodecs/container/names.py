@@ -27,7 +27,25 @@ backslash (:func:`legacy_escape` gives their node names of before).
 
 from __future__ import annotations
 
-__all__ = ["escape", "legacy_escape", "unescape"]
+__all__ = ["check_tensor_name", "escape", "legacy_escape", "unescape"]
+
+
+def check_tensor_name(name: object) -> str:
+    """``name`` if a Writer can store it: a str, valid Unicode, whose node name holds no
+    NUL and is at most 255 bytes (a file name); else ``TypeError`` / ``ValueError``
+    (refused when added, not at ``close()``, where it would abandon the container)."""
+    if not isinstance(name, str):
+        raise TypeError(f"a tensor name must be a str, got {type(name).__name__}")
+    try:
+        node = escape(name).encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"tensor name {name!r} is not valid Unicode text") from None
+    if b"\0" in node or len(node) > 255:
+        raise ValueError(
+            f"tensor name {name[:60]!r}: a NUL character, or a node name of more than "
+            "255 bytes (a file name), cannot be stored"
+        )
+    return name
 
 
 def escape(name: str) -> str:

@@ -12,12 +12,13 @@ import numpy as np
 
 from nncodecs.container import layout, storage
 from nncodecs.container.arrays import convert
-from nncodecs.container.checks import check_crc, check_size, chunk_frames
+from nncodecs.container.checks import check_crc, check_size
 from nncodecs.container.composite import assemble
 from nncodecs.container.declared import Declared, codec_label, declared
-from nncodecs.container.decoding import read_weights, weights_pieces
+from nncodecs.container.decoding import read_on_device, read_weights, weights_pieces
 from nncodecs.container.files import Strict, local_target, open_local
 from nncodecs.container.gcpause import collector_paused
+from nncodecs.container.kept import kept_key
 from nncodecs.container.tensor_info import TensorInfo, info_from_doc
 from nncodecs.dtypes import dtype_name
 from nncodecs.errors import CorruptDataError
@@ -327,23 +328,7 @@ class Reader:
             raise ValueError(
                 f"tensor {name!r} is {self.layout(name)}: device reads take dense ones"
             )
-        from nncodecs.codecs.device import decode_chunks_on_device, host_to_device
-
-        z = self[name]
-        try:
-            check_size(z, self._reads)  # (before any chunk is looked up)
-        except CorruptDataError as exc:
-            raise self._error(name, exc) from None
-        frames = chunk_frames(z)
-        if frames is None:  # not the weights codec: decoded on the host, then one copy
-            return host_to_device(device, self.read_tensor(name, check=True), tuple(z.shape), to)
-        chunk_nbytes = math.prod(z.chunks) * z.dtype.itemsize
-        try:
-            return decode_chunks_on_device(
-                device, frames, z.dtype, chunk_nbytes, tuple(z.shape), to
-            )
-        except CorruptDataError as exc:
-            raise CorruptDataError(f"tensor {name!r}: {exc}") from exc
+        return read_on_device(self, name, self[name], to, device)
 
     def _read_composite(self, name: str, kind: str, to: str) -> Any:
         parts = {}
@@ -373,12 +358,24 @@ class Reader:
     def verify(self) -> None:
         """Decode every tensor, checking every frame's CRC32C and, for tensors
         stored raw or with zstd, the CRC32C of the whole tensor (where recorded):
-        ``read_tensor(name, check=True)`` of each.
+        ``read_tensor(name, check=True)`` of each; then every kept file.
 
         Raises CorruptDataError naming the first bad tensor.
         """
         for name in self._order:
             self.read_tensor(name, check=True)
+        for file in self.files():
+            self.read_file(file)
+
+    def files(self) -> list[str]:
+        """The names of the files kept beside the tensors (``Writer.add_file``), in order."""
+        return [k[1] for k in self._entries if not isinstance(k, str)]
+
+    def read_file(self, name: str) -> bytes:
+        """A kept file's bytes, checked as ``read_tensor(..., check=True)`` checks."""
+        if kept_key(name) not in self._entries:
+            raise KeyError(f"no kept file {name!r} in the container")
+        return self.read_tensor(kept_key(name), check=True).tobytes()  # type: ignore[arg-type]
 
     def close(self) -> None:
         self._closed = True

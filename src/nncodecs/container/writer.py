@@ -7,10 +7,10 @@ from typing import Any, Self
 
 import numpy as np
 
-from nncodecs.container import composite, docs, encoding, layout, storage
+from nncodecs.container import composite, docs, encoding, kept, layout, storage
 from nncodecs.container.arrays import to_host_array
 from nncodecs.container.batches import Batches
-from nncodecs.container.names import escape
+from nncodecs.container.names import check_tensor_name, escape
 from nncodecs.container.output import Output, StoreOutput
 from nncodecs.container.target import open_output
 from nncodecs.dtypes import array_kind, dtype_name
@@ -101,6 +101,7 @@ class Writer:
         self._names: list[str] = []  # committed and written, in order
         self._known: set[str] = set()  # (the same, to look up)
         self._docs: dict[str, dict[str, Any]] = {}  # every node's zarr.json, by path
+        self._kept: dict[str, str] = {}  # kept files' nodes, by name (kept.py)
         self._queue: dict[str, bytes] = {}  # chunks not yet written
         self._queue_docs: dict[str, bytes] = {}  # their arrays' documents, written after
         self._queue_bytes = 0
@@ -133,8 +134,9 @@ class Writer:
         self._known = set(self._names)
         self.metadata = dict(attrs.get("metadata", {}))
         self._records = attrs.get("records") == layout.RECORDS
-        paths = []
-        for name, member in members.items():
+        self._kept = {k[1]: m.path for k, m in members.items() if not isinstance(k, str)}
+        paths = [kept.FILES_NODE, *self._kept.values()] if self._kept else []
+        for name, member in ((n, m) for n, m in members.items() if isinstance(n, str)):
             node = escape(name)
             paths.append(node)
             if member.layout != "dense":
@@ -144,7 +146,7 @@ class Writer:
             if buf is None:
                 raise CorruptDataError(f"{where}: {path}/zarr.json is missing")
             self._docs[path] = json.loads(buf.to_bytes())
-        self._output.adopt({escape(name) for name in members})
+        self._output.adopt({escape(n) for n in self._known} | ({kept.FILES_NODE} & set(paths)))
 
     def add_tensor(self, name: str, tensor: Any, codec: str | None = None) -> None:
         """Store one tensor (NumPy, torch CPU/CUDA, CuPy) under ``name``.
@@ -183,19 +185,23 @@ class Writer:
 
     def _check_new(self, name: Any) -> None:
         self._check_open()
-        if not isinstance(name, str):
-            raise TypeError(f"a tensor name must be a str, got {type(name).__name__}")
-        if name in self._known:
+        if check_tensor_name(name) in self._known:
             raise ValueError(f"tensor {name!r} is already in the container")
-        try:  # (refused here, not at close(), where it would abandon the whole container)
-            node = escape(name).encode("utf-8")
-        except UnicodeEncodeError:
-            raise ValueError(f"tensor name {name!r} is not valid Unicode text") from None
-        if b"\0" in node or len(node) > 255:
-            raise ValueError(
-                f"tensor name {name[:60]!r}: a NUL character, or a node name of more than "
-                "255 bytes (a file name), cannot be stored"
-            )
+
+    def add_file(self, name: str, data: Any) -> None:
+        """Keep a file's bytes (``data``, bytes-like) beside the tensors under ``name``, a
+        relative path: a model's config or tokenizer, for ``Reader.read_file``."""
+        self._check_open()
+        if kept.check_file_name(name) in self._kept:
+            raise ValueError(f"kept file {name!r} is already in the container")
+        self._begin_change()
+        if not self._kept:
+            self._queue_doc(kept.FILES_NODE, docs.group_doc({}))
+        node = f"{kept.FILES_NODE}/{len(self._kept)}"
+        arr = np.frombuffer(memoryview(data).cast("B"), np.uint8)
+        self._write_array(node, arr, self.codec, {"file": name}, None, raw_one_chunk=True)
+        self._kept[name] = node
+        self._drain()
 
     # -- composite layouts: a sub-group of 1-D (or small) arrays ----------------------
 
@@ -330,6 +336,8 @@ class Writer:
         }
         if self._records:
             attrs["records"] = layout.RECORDS
+        if self._kept:
+            attrs["files"] = dict(self._kept)
         return {layout.ATTRS_KEY: attrs}
 
     def _check_open(self) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from nncodecs.container import Writer
 from nncodecs.container.gcpause import collector_paused
 from nncodecs.formats.detect import detect_format
@@ -63,7 +65,14 @@ def compress(
                 del arr  # before the next one is read: one tensor at a time
                 if progress:
                     progress(min(done, total), total)
+            for rel, path in src.kept_files():  # (a snapshot's config, tokenizer, ...)
+                w.add_file(rel, file_bytes(path))
             w.metadata.update(src.metadata())
             if progress:
                 progress(1, 1)  # the bar ends at 100% (sizes on disk and in memory differ)
     return fmt
+
+
+def file_bytes(path: Path) -> Any:
+    """A file's bytes, mapped (read as they are encoded, not into memory first)."""
+    return np.memmap(path, np.uint8, mode="r") if path.stat().st_size else b""

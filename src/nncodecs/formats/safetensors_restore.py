@@ -103,6 +103,22 @@ def restore_safetensors(
             )
         if header is not None:
             check_restored(path, rec, rec["file"], digest)
+    if directory:
+        _write_kept(r, tmp, {rec["file"] for rec in records} | {INDEX})
+
+
+def _write_kept(r: Any, tmp: Path, taken: set[str]) -> None:
+    """A snapshot directory's other files (config, tokenizer ...), kept in the container:
+    names checked when read (relative, no ``..``), never over a restored weights file."""
+    for name in r.files():
+        if name in taken or name.split("/")[0] in taken:
+            raise CorruptDataError(f"kept file {name!r} takes the place of a restored file")
+        path, data = tmp / name, r.read_file(name)
+        try:  # ("a" and "a/b" both kept: one cannot be written)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+        except (FileExistsError, NotADirectoryError, IsADirectoryError) as exc:
+            raise CorruptDataError(f"kept file {name!r} cannot be written ({exc})") from None
 
 
 def _write_layout(r: Any, path: Path, rec: dict[str, Any], progress: Progress | None) -> None:

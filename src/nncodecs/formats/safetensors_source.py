@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from nncodecs.container.kept import check_file_name
 from nncodecs.errors import CorruptDataError
 from nncodecs.formats.detect import INDEX
 from nncodecs.formats.digests import ReadDigest, file_digests
@@ -91,6 +92,24 @@ class SafetensorsSource(Source):
     @property
     def size(self) -> int:
         return sum(st.path.stat().st_size for st in self.files)
+
+    def kept_files(self) -> list[tuple[str, Path]]:
+        """Every other file of a directory (config, tokenizer, README, subdirectories':
+        a Hugging Face snapshot whole), by its path relative to the directory; links only
+        where they lead inside it (or into its cache repository's ``blobs/``)."""
+        if not self.directory:
+            return []
+        root = self.path if self.path.is_dir() else self.path.parent
+        skip = {st.path.name for st in self.files} | {INDEX}
+        out = []
+        for file in sorted(root.rglob("*")):
+            rel = file.relative_to(root).as_posix()
+            if file.is_symlink():
+                inside(file, root)
+            if rel in skip or not file.is_file():
+                continue
+            out.append((check_file_name(rel), file))
+        return out
 
     def metadata(self) -> dict[str, str]:
         """Each file's header, tensor order and CRC32C, the bytes its tensors do not cover,

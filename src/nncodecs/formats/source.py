@@ -117,6 +117,11 @@ class Source:
         for t in self.tensors():
             yield t.name, t.read()
 
+    def kept_files(self) -> list[tuple[str, Path]]:
+        """``(name, path)`` of the files kept beside the tensors (``Writer.add_file``):
+        a snapshot directory's other files; none for a model file."""
+        return []
+
     def close(self) -> None:
         """Release what reading holds open (nothing, for most formats)."""
 

@@ -15,7 +15,7 @@ from nncodecs.formats.paths import inside
 from nncodecs.integrations.torch import load_state_dict
 from nncodecs.outputs import atomic_output
 
-__all__ = ["containers_to_snapshot", "load_model", "snapshot_to_containers"]
+__all__ = ["containers_to_snapshot", "from_pretrained", "load_model", "snapshot_to_containers"]
 
 SUFFIX = ".zarr.zip"
 
@@ -91,4 +91,38 @@ def load_model(container: str | Path, config_dir: str | Path, model_class: Any =
             f"{container}: weights do not fit {type(model).__name__}: "
             f"missing {missing[:5]}, unexpected {unexpected[:5]}"
         )
+    return model.eval()
+
+
+def from_pretrained(container: str | Path, model_class: Any = None, **kwargs: Any) -> Any:
+    """The model of a container made from a snapshot directory (``nncodecs compress
+    snapshot/``), as ``model_class.from_pretrained(snapshot, **kwargs)`` builds it
+    (``model_class``: ``transformers.AutoModel`` by default, or a model class): its config
+    from the ``config.json`` the container keeps, its weights from the container, given
+    to transformers as its state dict (no weight is initialised twice). Nothing is
+    downloaded and nothing is written beside the container."""
+    import tempfile
+
+    import transformers
+
+    from nncodecs.container import Reader
+
+    with Reader(container) as r:
+        kept = [n for n in ("config.json", "generation_config.json") if n in r.files()]
+        files = {name: r.read_file(name) for name in kept}
+    if "config.json" not in files:
+        raise ValueError(
+            f"{container}: no config.json kept (compress the whole snapshot directory, "
+            "or use load_model(container, config_dir))"
+        )
+    with tempfile.TemporaryDirectory() as config_dir:
+        for name, data in files.items():
+            Path(config_dir, name).write_bytes(data)
+        config = transformers.AutoConfig.from_pretrained(config_dir, local_files_only=True)
+    cls = model_class or transformers.AutoModel
+    mapping = getattr(cls, "_model_mapping", None)  # an Auto class: the config picks the model
+    if mapping is not None:
+        cls = mapping[type(config)]
+    state = load_state_dict(container)
+    model = cls.from_pretrained(None, config=config, state_dict=state, **kwargs)
     return model.eval()

@@ -1,0 +1,76 @@
+"""Files kept beside the tensors (a model's config, its tokenizer): bytes, not tensors.
+
+A snapshot directory holds more than weights; a container made from it keeps every other
+file so that the directory comes back whole. Each kept file is a 1-D uint8 array under the
+group ``_files`` (``_files/0``, ``_files/1``, ...: no tensor's node starts with ``_``, which
+the name escaping escapes), encoded and checked as a tensor is, with the attribute
+``{"nncodecs": {"file": name, ...}}``. The root's attributes map each name to its node
+(``"files": {name: node}``), in the order they were added; a name is a relative path
+with ``/`` between its parts (no empty, ``.`` or ``..`` part, no backslash, no NUL).
+A Reader lists them apart from the tensors: ``Reader.files()``, ``Reader.read_file``.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any
+
+from nncodecs.container import zarr_docs
+from nncodecs.errors import CorruptDataError
+
+__all__ = ["FILES_NODE", "check_file_name", "kept_entries", "kept_key"]
+
+FILES_NODE = "_files"
+_NODE = re.compile(r"_files/[0-9]{1,9}")
+
+
+def kept_key(name: str) -> tuple[str, str]:
+    """A kept file's key among a Reader's members (a tuple: never a tensor's name)."""
+    return ("file", name)
+
+
+def check_file_name(name: Any, error: type[Exception] = ValueError) -> str:
+    """``name`` if it is a kept file's name (see the module), else ``error``."""
+    parts = name.split("/") if isinstance(name, str) else []
+    if (
+        not parts
+        or any(p in ("", ".", "..") for p in parts)
+        or "\\" in name
+        or "\0" in name
+        or len(name.encode("utf-8", "replace")) > 4096
+    ):
+        raise error(f"{name!r} is not a kept file's name (a relative path, / between parts)")
+    return name
+
+
+def kept_entries(
+    store: Any, attrs: dict[str, Any], docs: dict[str, Any] | None, group: Any, key: str
+) -> dict[tuple[str, str], tuple[dict[str, Any], Any, Any, str]]:
+    """The kept files of a container, by :func:`kept_key`: (their attributes under
+    ``key``, a function making their Zarr array, their document or ``None``, their node);
+    from the consolidated documents ``docs``, else from the Zarr ``group``."""
+    files = attrs.get("files", {})
+    if not isinstance(files, dict):
+        raise CorruptDataError("the record of its kept files is damaged")
+    out = {}
+    for name, node in files.items():
+        check_file_name(name, CorruptDataError)
+        if not (isinstance(node, str) and _NODE.fullmatch(node)):
+            raise CorruptDataError(f"kept file {name!r}: its node {node!r} is not one")
+        if docs is not None:
+            doc = docs.get(node)
+            if not isinstance(doc, dict) or doc.get("node_type") != "array":
+                raise CorruptDataError(f"kept file {name!r}: no array at {node!r}")
+            own = doc.get("attributes", {}).get(key)
+            load = functools.partial(zarr_docs.array_from_doc, store, node, doc)
+        else:
+            try:
+                arr = group[node]
+            except KeyError:
+                raise CorruptDataError(f"kept file {name!r}: no array at {node!r}") from None
+            own, doc, load = arr.attrs.get(key), None, lambda a=arr: a
+        if not (isinstance(own, dict) and own.get("file") == name):
+            raise CorruptDataError(f"kept file {name!r}: its array at {node!r} is another's")
+        out[kept_key(name)] = (own, load, doc, node)
+    return out

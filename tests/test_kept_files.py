@@ -1,0 +1,197 @@
+"""Files kept beside the tensors: a snapshot directory comes back whole (config, tokenizer,
+subdirectories), in the Hugging Face cache layout too, and loads into transformers from
+the container alone."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import optional_import
+from harness import same_bits
+
+from nncodecs import CorruptDataError, Reader, Writer
+from nncodecs.container import merge
+from nncodecs.datasets import minilm_path
+
+
+def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "nncodecs", *args], cwd=cwd, capture_output=True, text=True
+    )
+
+
+def tree(root: Path) -> dict[str, str]:
+    """Every regular file under ``root`` (links followed) by relative path: its sha256."""
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and "__pycache__" not in p.parts
+    }
+
+
+@pytest.mark.parametrize("suffix", [".zarr", ".zarr.zip"])
+def test_writer_keeps_files_and_reader_reads_them(tmp_path: Path, suffix: str) -> None:
+    path = tmp_path / f"m{suffix}"
+    big = np.random.default_rng(0).integers(0, 256, 5 << 20, dtype=np.uint8).tobytes()
+    files = {"config.json": b'{"a": 1}', "sub/dir/vocab.txt": b"x\n" * 1000, "empty": b"",
+             "big.bin": big, ".gitattributes": b"*.bin lfs"}  # fmt: skip
+    with Writer(path) as w:
+        w.add_tensor("w", np.ones((8, 8), np.float32))
+        for name, data in files.items():
+            w.add_file(name, data)
+        with pytest.raises(ValueError, match="already"):
+            w.add_file("config.json", b"again")
+        for bad in ("", "/abs", "../up", "a/../b", "a//b", "a\\b", "./a", "nul\0"):
+            with pytest.raises(ValueError, match="kept file"):
+                w.add_file(bad, b"x")
+    with Reader(path) as r:
+        assert r.keys() == ["w"] and len(r) == 1  # not tensors
+        assert r.files() == list(files)
+        for name, data in files.items():
+            assert r.read_file(name) == data
+        with pytest.raises(KeyError):
+            r.read_file("missing.json")
+        r.verify()
+    with Writer(path, mode="a") as w:  # appended to, the kept files stay
+        w.add_file("added.txt", b"later")
+        w.add_tensor("v", np.zeros(3, np.float32))
+    with Reader(path) as r:
+        assert r.keys() == ["w", "v"] and r.files() == [*files, "added.txt"]
+        assert r.read_file("big.bin") == big
+
+
+def test_other_zarr_readers_see_tensors_only(tmp_path: Path) -> None:
+    xr = optional_import("xarray")
+    path = tmp_path / "m.zarr"
+    with Writer(path) as w:
+        w.add_tensor("w", np.arange(12, dtype=np.float32).reshape(3, 4))
+        w.add_file("config.json", b"{}")
+    assert set(xr.open_zarr(path, consolidated=True).data_vars) == {"w"}
+
+
+def test_a_damaged_kept_file_is_reported_by_name(tmp_path: Path) -> None:
+    path = tmp_path / "m.zarr"
+    with Writer(path, codec="raw") as w:
+        w.add_tensor("w", np.ones(4, np.float32))
+        w.add_file("tokenizer.json", b"t" * 4096)
+    chunk = path / "_files" / "0" / "c" / "0"
+    chunk.chmod(0o644)
+    raw = bytearray(chunk.read_bytes())
+    raw[100] ^= 1
+    chunk.write_bytes(bytes(raw))
+    with Reader(path) as r, pytest.raises(CorruptDataError, match="tokenizer.json"):
+        r.verify()
+
+
+@pytest.mark.parametrize(
+    "files", [{"../x": "_files/0"}, {"a": "w"}, {"a": "_files/7"}, ["a"], {"a": "_files/x"}]
+)
+def test_forged_records_of_kept_files_are_refused(tmp_path: Path, files: object) -> None:
+    path = tmp_path / "m.zarr"
+    with Writer(path) as w:
+        w.add_tensor("w", np.ones(4, np.float32))
+        w.add_file("a", b"data")
+    meta = path / "zarr.json"
+    doc = json.loads(meta.read_text())
+    doc["attributes"]["nncodecs"]["files"] = files
+    meta.chmod(0o644)
+    meta.write_text(json.dumps(doc))
+    with pytest.raises(CorruptDataError):
+        Reader(path)
+
+
+def test_merge_keeps_files_once_and_refuses_different_ones(tmp_path: Path) -> None:
+    for name, tensor, cfg in (("a", "x", b"{}"), ("b", "y", b"{}"), ("c", "z", b"{1}")):
+        with Writer(tmp_path / f"{name}.zarr") as w:
+            w.add_tensor(tensor, np.ones(2, np.float32))
+            w.add_file("config.json", cfg)
+    merge([tmp_path / "a.zarr", tmp_path / "b.zarr"], tmp_path / "ab.zarr")
+    with Reader(tmp_path / "ab.zarr") as r:
+        assert r.keys() == ["x", "y"] and r.files() == ["config.json"]
+    with pytest.raises(ValueError, match="config.json"):
+        merge([tmp_path / "a.zarr", tmp_path / "c.zarr"], tmp_path / "ac.zarr")
+
+
+def snapshot(tmp_path: Path) -> Path:
+    """A copy of the model's directory as the package ships it (config, tokenizer,
+    1_Pooling/, a hidden .gitattributes, model.safetensors)."""
+    snap = tmp_path / "all-MiniLM-L6-v2"
+    shutil.copytree(minilm_path().parent, snap, ignore=shutil.ignore_patterns("__pycache__"))
+    return snap
+
+
+def test_cli_restores_a_snapshot_directory_whole(real_weights: dict, tmp_path: Path) -> None:
+    snap = snapshot(tmp_path)
+    want = tree(snap)
+    assert {"config.json", "tokenizer.json", "1_Pooling/config.json"} <= set(want)
+    r = run("compress", snap.name, "-o", "m.zarr.zip", "-q", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    r = run("info", "m.zarr.zip", cwd=tmp_path)
+    assert r.returncode == 0 and f"{len(want) - 1} kept files" in r.stdout, r.stdout
+    assert run("verify", "m.zarr.zip", cwd=tmp_path).returncode == 0
+    r = run("decompress", "m.zarr.zip", "-o", "back", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert tree(tmp_path / "back") == want
+
+
+def test_huggingface_cache_layout(real_weights: dict, tmp_path: Path) -> None:
+    """A model in the Hugging Face cache (blobs, and a snapshot of links to them), found
+    by huggingface_hub's own cache lookup with nothing downloaded, comes back whole."""
+    hub = optional_import("huggingface_hub")
+    src = snapshot(tmp_path)
+    repo = tmp_path / "cache" / "models--sentence-transformers--all-MiniLM-L6-v2"
+    rev = "0123456789abcdef0123456789abcdef01234567"
+    snap = repo / "snapshots" / rev
+    (repo / "blobs").mkdir(parents=True)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(rev)
+    for file in sorted(src.rglob("*")):
+        if file.is_file():
+            data = file.read_bytes()
+            blob = repo / "blobs" / hashlib.sha256(data).hexdigest()
+            blob.write_bytes(data)
+            link = snap / file.relative_to(src)
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.symlink_to(os.path.relpath(blob, link.parent))
+    found = hub.snapshot_download(
+        "sentence-transformers/all-MiniLM-L6-v2", cache_dir=tmp_path / "cache",
+        local_files_only=True,
+    )  # fmt: skip
+    assert Path(found) == snap
+    r = run("compress", found, "-o", "m.zarr.zip", "-q", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert run("decompress", "m.zarr.zip", "-o", "back", cwd=tmp_path).returncode == 0
+    assert tree(tmp_path / "back") == tree(src)
+    assert not any(p.is_symlink() for p in (tmp_path / "back").rglob("*"))
+
+
+def test_from_pretrained_from_the_container_alone(real_weights: dict, tmp_path: Path) -> None:
+    th = optional_import("torch")
+    transformers = optional_import("transformers")
+    from nncodecs.formats import compress
+    from nncodecs.integrations.transformers import from_pretrained
+
+    snap = snapshot(tmp_path)
+    compress(snap, tmp_path / "m.zarr.zip")
+    shutil.rmtree(snap)  # nothing but the container
+    model = from_pretrained(tmp_path / "m.zarr.zip")
+    original = transformers.AutoModel.from_pretrained(minilm_path().parent, local_files_only=True)
+    ids = th.tensor([[101, 7570, 2003, 1037, 6251, 102]])
+    with th.no_grad():
+        assert th.equal(model(input_ids=ids).last_hidden_state,
+                        original.eval()(input_ids=ids).last_hidden_state)  # fmt: skip
+    state = model.state_dict()
+    assert same_bits(state["encoder.layer.0.attention.self.query.weight"].numpy(),
+                     real_weights["encoder.layer.0.attention.self.query.weight"])  # fmt: skip
+    with Writer(tmp_path / "bare.zarr") as w:
+        w.add_tensor("w", np.ones(2, np.float32))
+    with pytest.raises(ValueError, match="no config.json"):
+        from_pretrained(tmp_path / "bare.zarr")
