@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ from nncodecs.formats.detect import detect_format
 from nncodecs.formats.digests import hash_ahead
 from nncodecs.formats.malloc import use_one_malloc_arena
 from nncodecs.formats.paths import check_container_name, local_output
-from nncodecs.formats.source import Progress
+from nncodecs.formats.source import ORDER, TIED, Progress
 from nncodecs.formats.sources import open_source
 from nncodecs.outputs import check_output, made_parents
 
@@ -59,8 +60,10 @@ def compress(
             made_parents(local),
             Writer(target, overwrite=force, **kwargs) as w,
         ):
+            tied = src.tied()  # (stored once: the first name of their bytes)
             for name, arr in src.arrays():
-                w.add_tensor(name, arr)
+                if name not in tied:
+                    w.add_tensor(name, arr)
                 done += int(arr.nbytes)
                 del arr  # before the next one is read: one tensor at a time
                 if progress:
@@ -68,6 +71,9 @@ def compress(
             for rel, path in src.kept_files():  # (a snapshot's config, tokenizer, ...)
                 w.add_file(rel, file_bytes(path))
             w.metadata.update(src.metadata())
+            if tied:
+                w.metadata[TIED] = json.dumps(tied)
+                w.metadata[ORDER] = json.dumps([t.name for t in src.tensors()])
             if progress:
                 progress(1, 1)  # the bar ends at 100% (sizes on disk and in memory differ)
     return fmt

@@ -14,7 +14,7 @@ from nncodecs.formats.malloc import use_one_malloc_arena
 from nncodecs.formats.npz import write_npz
 from nncodecs.formats.paths import READ_ONLY_SUFFIXES, check_model_file_name, local_output
 from nncodecs.formats.safetensors_restore import file_records, restore_safetensors
-from nncodecs.formats.source import Progress, stream_tensors
+from nncodecs.formats.source import Progress, stream_named
 from nncodecs.formats.spliced import has_places, restore_spliced
 from nncodecs.outputs import atomic_output, is_url
 
@@ -118,7 +118,7 @@ def decompress(
             elif fmt == "safetensors":
                 restore_safetensors(r, tmp, records, progress)
             else:
-                write_npz(tmp, stream_tensors(r, r.keys(), progress))
+                write_npz(tmp, stream_named(r, progress))
     return fmt
 
 

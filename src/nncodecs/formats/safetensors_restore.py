@@ -15,7 +15,7 @@ from nncodecs.formats.detect import INDEX
 from nncodecs.formats.digests import check_restored, restore_hash
 from nncodecs.formats.paths import plain_name
 from nncodecs.formats.safetensors import raw_bytes, safetensors_header, write_safetensors
-from nncodecs.formats.source import Progress, stream_tensors
+from nncodecs.formats.source import Progress, named_order, stream_named, stream_tensors
 
 __all__ = ["file_records", "restore_safetensors"]
 
@@ -78,10 +78,10 @@ def restore_safetensors(
     """Write the container ``r`` at ``tmp``: the files of ``records`` (from
     :func:`file_records`; ``tmp`` is a directory when the source was), else one file."""
     if records is None:  # a header from the tensors' infos, so that they stream
-        infos = [r.info(name) for name in r]
-        header = safetensors_header((i.name, normalize_dtype(i.dtype), i.shape) for i in infos)
-        tensors = stream_tensors(r, r.keys(), progress, pieces=True)
-        write_safetensors(tmp, tensors, header_bytes=header)
+        order, tied = named_order(r)  # (a tied tensor written under each of its names)
+        infos = [(name, r.info(tied.get(name, name))) for name in order]
+        header = safetensors_header((n, normalize_dtype(i.dtype), i.shape) for n, i in infos)
+        write_safetensors(tmp, stream_named(r, progress, pieces=True), header_bytes=header)
         return
     directory = r.metadata.get("source.layout") == "directory"
     if directory and "source.index" in r.metadata:

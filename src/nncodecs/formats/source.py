@@ -10,6 +10,7 @@ restores them from a container (``restore_safetensors``, ``restore_gguf``, ``wri
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from collections.abc import Callable, Iterator
@@ -24,13 +25,21 @@ from nncodecs.errors import CorruptDataError
 from nncodecs.formats.digests import file_digests
 
 __all__ = [
+    "ORDER",
+    "TIED",
     "FileRows",
     "Pieces",
     "Progress",
     "Source",
     "Tensor",
+    "named_order",
+    "stream_named",
     "stream_tensors",
 ]
+
+#: A container's metadata: tensors stored once under another name ({name: stored name}),
+#: and every name the source had, in order (JSON; torch's tied tensors, see ``Source.tied``).
+TIED, ORDER = "torch.tied", "torch.order"
 
 Progress = Callable[[int, int], None]  # (bytes done, bytes in all)
 
@@ -117,6 +126,12 @@ class Source:
         for t in self.tensors():
             yield t.name, t.read()
 
+    def tied(self) -> dict[str, str]:
+        """Tensors that are another's very bytes (the same view of one storage: an output
+        layer that is the embedding), ``{name: the first name of those bytes}``: stored
+        once; none for most formats."""
+        return {}
+
     def kept_files(self) -> list[tuple[str, Path]]:
         """``(name, path)`` of the files kept beside the tensors (``Writer.add_file``):
         a snapshot directory's other files; none for a model file."""
@@ -180,3 +195,36 @@ def stream_tensors(
         done += nbytes
         if progress:  # (once the caller is done with it: pieces are read as written)
             progress(min(done, total), total)
+
+
+def named_order(r: Any) -> tuple[list[str], dict[str, str]]:
+    """Every tensor name of a container's source in order, tied ones included, and the
+    tied ones' stored names (``TIED``, ``ORDER``), checked: a tie names a stored tensor,
+    the order every name once."""
+    try:
+        tied = json.loads(r.metadata.get(TIED, "{}"))
+        order = json.loads(r.metadata.get(ORDER, "null"))
+    except ValueError as exc:
+        raise CorruptDataError(f"the container's tensor records are damaged ({exc})") from None
+    if not isinstance(tied, dict) or any(
+        not isinstance(n, str) or n in r or not isinstance(t, str) or t not in r
+        for n, t in tied.items()
+    ):
+        raise CorruptDataError("the container's record of tied tensors is damaged")
+    names = list(r.keys()) + [n for n in tied]
+    if order is None:
+        order = names
+    if not isinstance(order, list) or sorted(order) != sorted(names):
+        raise CorruptDataError("the container's tensor order is damaged")
+    return order, tied
+
+
+def stream_named(
+    r: Any, progress: Progress | None, pieces: bool = False
+) -> Iterator[tuple[str, Any]]:
+    """:func:`stream_tensors` of every name of :func:`named_order`: a tied tensor's
+    stored bytes under each of its names."""
+    order, tied = named_order(r)
+    reads = stream_tensors(r, [tied.get(n, n) for n in order], progress, pieces)
+    for name, (_, arr) in zip(order, reads, strict=True):
+        yield name, arr

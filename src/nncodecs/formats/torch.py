@@ -19,10 +19,23 @@ class TorchSource(Source):
     format = "torch"
 
     def _list(self) -> list[Tensor]:
-        return [
-            Tensor(name, normalize_dtype(t.dtype), tuple(t.shape), load=lambda t=t: t)
-            for name, t in load_torch_weights(self.path).items()
-        ]
+        self._ties: dict[str, str] = {}
+        seen: dict[tuple, str] = {}
+        out = []
+        for name, t in load_torch_weights(self.path).items():
+            view = (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape),
+                    tuple(t.stride()), t.dtype)  # fmt: skip
+            if t.numel() and view in seen:
+                self._ties[name] = seen[view]
+            seen.setdefault(view, name)
+            out.append(Tensor(name, normalize_dtype(t.dtype), tuple(t.shape), load=lambda t=t: t))
+        return out
+
+    def tied(self) -> dict[str, str]:
+        """State-dict entries that are the same view of one storage as an earlier one (an
+        output layer that is the embedding), as ``torch.save`` keeps them: stored once."""
+        self.tensors()
+        return dict(self._ties)
 
 
 def load_torch_weights(path: Path) -> dict[str, Any]:

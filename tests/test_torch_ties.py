@@ -1,0 +1,87 @@
+"""Tied tensors of a torch checkpoint (the same view of one storage under two names, as
+``torch.save`` keeps an output layer that is the embedding) are stored once by the CLI,
+and come back under every name."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import optional_import
+
+from nncodecs import Reader
+from nncodecs.formats.safetensors import read_safetensors
+
+
+def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "nncodecs", *args], cwd=cwd, capture_output=True, text=True
+    )
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_cli_stores_tied_tensors_once(real_weights: dict, tmp_path: Path, dtype: str) -> None:
+    torch = optional_import("torch")
+    from nncodecs.integrations.torch import load_state_dict
+
+    state = {n: torch.from_numpy(a.copy()) for n, a in real_weights.items()}
+    if dtype == "bfloat16":
+        state = {n: t.to(torch.bfloat16) if t.is_floating_point() else t for n, t in state.items()}
+    embedding = "embeddings.word_embeddings.weight"
+    state["lm_head.weight"] = state[embedding]  # tied by aliasing
+    state["head.t"] = state[embedding].t()  # another view of it: not the same bytes in order
+    torch.save(state, tmp_path / "model.bin")
+    untied = {n: t.clone() for n, t in state.items()}
+    torch.save(untied, tmp_path / "untied.bin")
+    for name in ("model.bin", "untied.bin"):
+        r = run("compress", name, "-q", cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+    tied_size = (tmp_path / "model.bin.zarr.zip").stat().st_size
+    untied_size = (tmp_path / "untied.bin.zarr.zip").stat().st_size
+    big = state[embedding].numel() * state[embedding].element_size()
+    assert untied_size - tied_size > 0.5 * big  # the embedding once, not twice
+    with Reader(tmp_path / "model.bin.zarr.zip") as r:
+        assert "lm_head.weight" not in r and "head.t" in r
+        assert json.loads(r.metadata["torch.tied"]) == {"lm_head.weight": embedding}
+    back = load_state_dict(tmp_path / "model.bin.zarr.zip")
+    assert list(back) == list(state)  # every name, in order
+    assert back["lm_head.weight"] is back[embedding]
+    for name, t in state.items():
+        assert torch.equal(back[name], t), name
+    r = run("decompress", "model.bin.zarr.zip", "-o", "m.safetensors", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    restored = read_safetensors(tmp_path / "m.safetensors")
+    assert list(restored) == list(state)
+    for name, t in state.items():
+        want = t.contiguous().view(torch.int16 if dtype == "bfloat16" and t.is_floating_point()
+                                   else t.dtype).numpy()  # fmt: skip
+        got = (
+            restored[name].view(want.dtype)
+            if restored[name].dtype != want.dtype
+            else restored[name]
+        )
+        assert np.array_equal(got, want), name
+    r = run("decompress", "model.bin.zarr.zip", "-o", "m.npz", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    with np.load(tmp_path / "m.npz") as z:
+        assert set(z.files) == set(state)
+
+
+def test_a_forged_tie_record_is_refused(real_weights: dict, tmp_path: Path) -> None:
+    torch = optional_import("torch")
+    state = {"a": torch.ones(4), "b": torch.zeros(4)}
+    state["c"] = state["a"]
+    torch.save(state, tmp_path / "m.pt")
+    assert run("compress", "m.pt", "-o", "m.zarr", "-q", cwd=tmp_path).returncode == 0
+    meta = tmp_path / "m.zarr" / "zarr.json"
+    doc = json.loads(meta.read_text())
+    doc["attributes"]["nncodecs"]["metadata"]["torch.tied"] = json.dumps({"c": "missing"})
+    meta.chmod(0o644)
+    meta.write_text(json.dumps(doc))
+    r = run("decompress", "m.zarr", "-o", "m.safetensors", cwd=tmp_path)
+    assert r.returncode == 1 and "tied" in r.stderr and len(r.stderr.splitlines()) == 1
+    assert not (tmp_path / "m.safetensors").exists()
