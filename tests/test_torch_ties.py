@@ -85,3 +85,55 @@ def test_a_forged_tie_record_is_refused(real_weights: dict, tmp_path: Path) -> N
     r = run("decompress", "m.zarr", "-o", "m.safetensors", cwd=tmp_path)
     assert r.returncode == 1 and "tied" in r.stderr and len(r.stderr.splitlines()) == 1
     assert not (tmp_path / "m.safetensors").exists()
+
+
+def sha(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize(
+    ("dtype", "file"),
+    [("float32", "pytorch_model.bin"), ("bfloat16", "m.pt"), ("float16", "m.pth")],
+)
+def test_zip_checkpoints_come_back_byte_identical(
+    real_weights: dict, tmp_path: Path, dtype: str, file: str
+) -> None:
+    torch = optional_import("torch")
+    cast = getattr(torch, dtype)
+    state = {
+        n: torch.from_numpy(a.copy()).to(cast) if a.dtype == np.float32 else torch.from_numpy(a)
+        for n, a in real_weights.items()
+    }
+    state["lm_head.weight"] = state["embeddings.word_embeddings.weight"]  # tied
+    torch.save(state, tmp_path / file)
+    want = sha(tmp_path / file)
+    r = run("compress", file, "-q", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    (tmp_path / file).rename(tmp_path / "original")
+    r = run("decompress", f"{file}.zarr.zip", cwd=tmp_path)  # its own name and format
+    assert r.returncode == 0 and "(torch," in r.stdout, (r.stdout, r.stderr)
+    assert sha(tmp_path / file) == want
+    loaded = torch.load(tmp_path / file, weights_only=True)
+    assert (
+        loaded["lm_head.weight"].data_ptr()
+        == loaded["embeddings.word_embeddings.weight"].data_ptr()
+    )
+
+
+def test_checkpoints_not_restorable_by_place_are_refused_as_torch(tmp_path: Path) -> None:
+    torch = optional_import("torch")
+    whole = torch.arange(64, dtype=torch.float32)
+    sliced = {"x": whole, "part": whole[8:40]}  # a view of part of a storage
+    torch.save(sliced, tmp_path / "s.pt")
+    torch.save({"x": whole}, tmp_path / "legacy.pt", _use_new_zipfile_serialization=False)
+    for name in ("s.pt", "legacy.pt"):
+        assert run("compress", name, "-q", cwd=tmp_path).returncode == 0
+        r = run("decompress", f"{name}.zarr.zip", "-o", "back.pt", cwd=tmp_path)
+        assert r.returncode == 1 and "back.pt" in r.stderr and "whole storages" in r.stderr
+        assert not (tmp_path / "back.pt").exists()
+        r = run("decompress", f"{name}.zarr.zip", cwd=tmp_path)  # default: safetensors
+        assert r.returncode == 0 and ".safetensors" in r.stdout, (r.stdout, r.stderr)
+    back = read_safetensors(tmp_path / "s.safetensors")
+    assert np.array_equal(back["part"], whole[8:40].numpy())

@@ -20,8 +20,10 @@ from nncodecs.outputs import atomic_output, is_url
 
 __all__ = ["decompress", "default_format", "default_output", "restored_name"]
 
+#: Suffixes of formats written only from a source of their own: replaced in a default name.
+_OWN_ONLY = (".onnx", ".pt", ".pth", ".bin")
 #: Formats restored as kept bytes with each tensor at its place (nncodecs.formats.spliced).
-SPLICED = ("gguf", "onnx")
+SPLICED = ("gguf", "onnx", "torch")
 
 
 def default_format(metadata: dict[str, str]) -> str:
@@ -53,12 +55,13 @@ def restored_name(container: Path, metadata: dict[str, str]) -> Path:
     if metadata.get("source.layout") == "directory":
         return container.with_name(name)
     stem = Path(name)
-    want = {v: k for k, v in WRITE_FORMATS.items()}[fmt]
+    suffixes = [k for k, v in WRITE_FORMATS.items() if v == fmt]  # (torch: .pt, .pth, .bin)
+    want = stem.suffix.lower() if stem.suffix.lower() in suffixes else suffixes[0]
     if stem.suffix != want:
         source = metadata.get("source.format")
         # (a suffix of a format restored only from its own source is replaced, as one
         # nncodecs does not write: "m.onnx.zarr.zip" -> "m.safetensors")
-        keep = source == fmt or stem.suffix not in (*READ_ONLY_SUFFIXES, ".onnx")
+        keep = source == fmt or stem.suffix not in (*READ_ONLY_SUFFIXES, *_OWN_ONLY)
         stem = Path(name + want) if keep and stem.suffix != want else stem.with_suffix(want)
     return container.with_name(stem.name)
 
@@ -99,10 +102,9 @@ def decompress(
         if fmt not in WRITE_FORMATS.values():
             raise ValueError(f"cannot write {fmt!r}: choose {', '.join(WRITE_FORMATS.values())}")
         if fmt in SPLICED and not has_places(r.metadata, fmt):
-            kind = "an ONNX file without external data" if fmt == "onnx" else "a GGUF file"
-            raise ValueError(
-                f"{out}: only a container made from {kind} can be written as {fmt.upper()}"
-            )
+            kind = {"onnx": "an ONNX file without external data", "gguf": "a GGUF file",
+                    "torch": "a zip checkpoint whose tensors are whole storages"}[fmt]  # fmt: skip
+            raise ValueError(f"{out}: only a container made from {kind} can be written as {fmt}")
         if fmt not in SPLICED:
             _check_dense(r, fmt)
         own = fmt == source and fmt in EXACT_FORMATS and "source.files" in r.metadata
