@@ -196,3 +196,28 @@ def test_malformed_protobuf_is_a_clear_error() -> None:
         with pytest.raises(CorruptDataError, match="not a readable ONNX model"):
             raw_data_spans(bad)
     assert raw_data_spans(b"") == []
+
+
+def test_dtypes_the_codecs_do_not_model_are_kept_as_their_bytes(tmp_path: Path) -> None:
+    onnx = optional_import("onnx")
+    from onnx import TensorProto, helper
+
+    rng = np.random.default_rng(5)
+    c64 = (rng.standard_normal(6) + 1j * rng.standard_normal(6)).astype(np.complex64)
+    inits = [
+        helper.make_tensor(
+            "c", TensorProto.COMPLEX64, [6], c64.view(np.float32).tobytes(), raw=True
+        ),
+        helper.make_tensor(
+            "q", TensorProto.INT4, [9], bytes([0x21, 0x43, 0x65, 0x07, 0x0F]), raw=True
+        ),
+        helper.make_tensor("w", TensorProto.FLOAT, [3], np.ones(3, np.float32).tobytes(), raw=True),
+    ]
+    graph = helper.make_graph([], "g", [], [], initializer=inits)
+    path = tmp_path / "odd.onnx"
+    onnx.save(helper.make_model(graph), path)
+    assert sha(round_trip(path)) == sha(path)
+    with Reader(tmp_path / "odd.onnx.zarr.zip") as r:
+        assert r.read_tensor("c").tobytes() == c64.tobytes()  # its bytes, as uint8
+        assert r.read_tensor("q").tobytes() == bytes([0x21, 0x43, 0x65, 0x07, 0x0F])
+        assert r.read_tensor("w").dtype == np.float32

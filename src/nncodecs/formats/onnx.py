@@ -1,8 +1,10 @@
 """ONNX models as a :class:`Source`, through the optional ``onnx`` package: initializers
 and ``Constant`` nodes' values, in the main graph and in every subgraph (``If`` /
-``Loop`` bodies). A tensor nncodecs cannot keep (strings, sparse values, an unsupported
-dtype) refuses the whole model, by name. External data files are read only where they
-lie inside the model's directory, and only when a tensor is read.
+``Loop`` bodies). A tensor of a dtype the codecs do not model (complex, int4, ...) is
+stored as its ``raw_data`` bytes (uint8); one nncodecs cannot keep (strings, sparse
+values, such a dtype in typed fields) refuses the whole model, by name. External data
+files are read only where they lie inside the model's directory, and only when a tensor
+is read.
 
 A model without external data comes back byte for byte (``decompress`` to ``.onnx``):
 each tensor whose ``raw_data`` lies in the file (found by
@@ -122,7 +124,10 @@ class OnnxSource(Source):
         try:
             dtype = helper.tensor_dtype_to_np_dtype(tensor.data_type)
             dtype_name(dtype)
-        except Exception as exc:  # strings, complex, int4 ...: not kept, so refused
+        except Exception as exc:  # complex, int4, float8 fnuz ...: their bytes; strings: refused
+            if tensor.HasField("raw_data") and not tensor.external_data:
+                raw = tensor.raw_data  # (as its bytes, uint8: put back at its place all the same)
+                return name, np.dtype(np.uint8), (len(raw),), lambda: np.frombuffer(raw, np.uint8)
             raise TypeError(
                 f"{self.path}: tensor {name!r} cannot be stored by nncodecs ({exc}); "
                 "nothing was written"
