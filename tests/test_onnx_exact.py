@@ -221,3 +221,61 @@ def test_dtypes_the_codecs_do_not_model_are_kept_as_their_bytes(tmp_path: Path) 
         assert r.read_tensor("c").tobytes() == c64.tobytes()  # its bytes, as uint8
         assert r.read_tensor("q").tobytes() == bytes([0x21, 0x43, 0x65, 0x07, 0x0F])
         assert r.read_tensor("w").dtype == np.float32
+
+
+def test_what_the_review_found(tmp_path: Path) -> None:
+    """Empty files refused; a layout the walk does not follow says why it is not restored
+    as ONNX; proto2 groups skipped; a short raw_data named; damaged records and a missing
+    checksum refused, never a different file."""
+    import json
+
+    onnx = optional_import("onnx")
+    (tmp_path / "empty.onnx").write_bytes(b"")
+    r = run("compress", "empty.onnx", cwd=tmp_path)
+    assert r.returncode == 1 and "empty file" in r.stderr
+    model = helper_model(onnx)
+    raw = model.SerializeToString()
+    twice = raw + b"\x3a\x03\x12\x01x"  # the graph field again: protobuf merges the two
+    (tmp_path / "twice.onnx").write_bytes(twice)
+    assert run("compress", "twice.onnx", "-q", cwd=tmp_path).returncode == 0
+    r = run("decompress", "twice.onnx.zarr.zip", "-o", "back.onnx", cwd=tmp_path)
+    assert r.returncode == 1 and "layout nncodecs does not follow" in r.stderr, r.stderr
+    group = raw + b"\x9b\x06" + b"\x08\x01" + b"\x9c\x06"  # field 99 as a group: skipped
+    assert raw_data_spans(group) == raw_data_spans(raw)
+    from onnx import TensorProto, helper
+
+    short = TensorProto(name="s", data_type=TensorProto.FLOAT, dims=[5], raw_data=b"\0" * 12)
+    onnx.save(helper.make_model(helper.make_graph([], "g", [], [], [short])), tmp_path / "s.onnx")
+    r = run("compress", "s.onnx", cwd=tmp_path)
+    assert r.returncode == 1 and "'s': 12 bytes of raw data for 20" in r.stderr, r.stderr
+
+    path = tmp_path / "h.onnx"
+    onnx.save(model, path)
+    assert run("compress", "h.onnx", "-o", "h.zarr", "-q", cwd=tmp_path).returncode == 0
+    meta_path = tmp_path / "h.zarr" / "zarr.json"
+    meta_path.chmod(0o644)
+    doc = json.loads(meta_path.read_text())
+    meta = doc["attributes"]["nncodecs"]["metadata"]
+    for edit in ("no checksum", "a list for a name"):
+        changed = dict(meta)
+        if edit == "no checksum":
+            changed.pop("source.crc32c")
+        else:
+            ranges = json.loads(changed["source.onnx.ranges"])
+            ranges[0][0] = [ranges[0][0]]
+            changed["source.onnx.ranges"] = json.dumps(ranges)
+        doc["attributes"]["nncodecs"]["metadata"] = changed
+        meta_path.write_text(json.dumps(doc))
+        r = run("decompress", "h.zarr", "-o", "back.onnx", cwd=tmp_path)
+        assert r.returncode == 1 and len(r.stderr.splitlines()) == 1, (edit, r.stderr)
+        assert ("checksum record is missing" if edit == "no checksum" else "damaged") in r.stderr
+        assert not (tmp_path / "back.onnx").exists()
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
+        n >>= 7
+        if not n:
+            return bytes(out)

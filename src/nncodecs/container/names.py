@@ -40,10 +40,12 @@ def check_tensor_name(name: object) -> str:
         node = escape(name).encode("utf-8")
     except UnicodeEncodeError:
         raise ValueError(f"tensor name {name!r} is not valid Unicode text") from None
-    if b"\0" in node or len(node) > 255:
+    if b"\0" in node:
+        raise ValueError(f"tensor name {name[:60]!r}: a NUL character cannot be stored")
+    if len(node) > 255:
         raise ValueError(
-            f"tensor name {name[:60]!r}: a NUL character, or a node name of more than "
-            "255 bytes (a file name), cannot be stored"
+            f"tensor name {name[:60]!r}... is {len(node)} bytes once escaped for Zarr: "
+            "a Zarr node name (a file name) holds at most 255"
         )
     return name
 

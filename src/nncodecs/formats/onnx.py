@@ -14,6 +14,7 @@ byte (the graph, typed-field tensors) is kept verbatim (:mod:`nncodecs.formats.s
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -53,6 +54,8 @@ class OnnxSource(Source):
             raise ValueError(
                 f"{path}: reading ONNX needs the onnx package (pip install onnx)"
             ) from None
+        if self.size == 0:
+            raise CorruptDataError(f"{path}: an empty file, not an ONNX model")
         try:
             self.model = onnx.load(str(path), load_external_data=False)
         except Exception as exc:  # protobuf's errors for a file that is not ONNX
@@ -76,8 +79,10 @@ class OnnxSource(Source):
             twice = next(n for n, c in Counter(e[0] for e in entries).items() if c > 1)
             raise CorruptDataError(f"{path}: two tensors named {twice!r}")
         spans = None if external else self._spans()
+        self.inexact = "has tensors in external data files" if external else None
         if spans is not None and len(spans) != len(entries):
             spans = None  # (a layout the walk does not follow: restored as safetensors)
+            self.inexact = "has a layout nncodecs does not follow (a graph given twice?)"
         self.places = None if spans is None else []
         out = []
         for i, (name, dtype, shape, load) in enumerate(entries):
@@ -105,6 +110,8 @@ class OnnxSource(Source):
             tensors = meta.pop("source.tensors")
             meta.update(spliced_metadata(self.path, "onnx", self.places))
             meta["source.tensors"] = tensors
+        elif self.inexact:
+            meta["source.onnx.inexact"] = self.inexact
         return meta
 
     def _load_external(self) -> None:
@@ -133,11 +140,20 @@ class OnnxSource(Source):
                 "nothing was written"
             ) from None
 
+        shape = tuple(int(d) for d in tensor.dims)
+        if tensor.HasField("raw_data") and not tensor.external_data:
+            want = math.prod(shape) * np.dtype(dtype).itemsize
+            if len(tensor.raw_data) != want:
+                raise CorruptDataError(
+                    f"{self.path}: tensor {name!r}: {len(tensor.raw_data)} bytes of raw data "
+                    f"for {want} ({np.dtype(dtype)} {list(shape)})"
+                )
+
         def load() -> np.ndarray:
             self._load_external()
             return numpy_helper.to_array(tensor)
 
-        return name, np.dtype(dtype), tuple(int(d) for d in tensor.dims), load
+        return name, np.dtype(dtype), shape, load
 
     def _walk(self, graph: Any, scope: str) -> Iterator[_Entry]:
         import onnx

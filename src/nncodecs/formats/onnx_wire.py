@@ -20,7 +20,7 @@ from nncodecs.errors import CorruptDataError
 __all__ = ["raw_data_spans"]
 
 Span = tuple[int, int]  # (start, end) in the file
-_LEN, _VARINT, _I64, _I32 = 2, 0, 1, 5
+_LEN, _VARINT, _I64, _I32, _GROUP_START, _GROUP_END = 2, 0, 1, 5, 3, 4
 # field numbers (onnx.proto)
 _MODEL_GRAPH = 7
 _GRAPH_NODE, _GRAPH_INITIALIZER = 1, 5
@@ -65,11 +65,37 @@ class _Wire:
                 value, pos = (pos, pos + n), pos + n
             elif wire in (_I64, _I32):
                 value, pos = None, pos + (8 if wire == _I64 else 4)
+            elif wire == _GROUP_START:  # (a proto2 group: skipped, as its fields are not ONNX's)
+                value, pos = None, self.skip_group(pos, end, field)
             else:
                 raise self.bad(f"wire type {wire}")
             if pos > end:
                 raise self.bad("a field runs past its message")
             yield field, wire, value
+
+    def skip_group(self, pos: int, end: int, field: int, depth: int = 0) -> int:
+        """Past the end of a group begun before ``pos`` (groups nest; depth bounded)."""
+        if depth > 64:
+            raise self.bad("groups nested too deep")
+        while pos < end:
+            key, pos = self.varint(pos, end)
+            inner, wire = key >> 3, key & 7
+            if wire == _GROUP_END:
+                if inner != field:
+                    raise self.bad("a group ends with another's field")
+                return pos
+            if wire == _VARINT:
+                pos = self.varint(pos, end)[1]
+            elif wire == _LEN:
+                n, pos = self.varint(pos, end)
+                pos += n
+            elif wire in (_I64, _I32):
+                pos += 8 if wire == _I64 else 4
+            elif wire == _GROUP_START:
+                pos = self.skip_group(pos, end, inner, depth + 1)
+            else:
+                raise self.bad(f"wire type {wire}")
+        raise self.bad("a group runs past its message")
 
     def text(self, span: Span) -> str:
         return bytes(self.buf[span[0] : span[1]]).decode("utf-8", "replace")

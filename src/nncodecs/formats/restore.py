@@ -8,6 +8,7 @@ from typing import Any
 
 from nncodecs.container import Reader
 from nncodecs.container.gcpause import collector_paused
+from nncodecs.errors import CorruptDataError
 from nncodecs.formats.detect import EXACT_FORMATS, WRITE_FORMATS
 from nncodecs.formats.digests import check_restored
 from nncodecs.formats.malloc import use_one_malloc_arena
@@ -104,7 +105,11 @@ def decompress(
         if fmt in SPLICED and not has_places(r.metadata, fmt):
             kind = {"onnx": "an ONNX file without external data", "gguf": "a GGUF file",
                     "torch": "a zip checkpoint whose tensors are whole storages"}[fmt]  # fmt: skip
-            raise ValueError(f"{out}: only a container made from {kind} can be written as {fmt}")
+            why = r.metadata.get(f"source.{fmt}.inexact")  # (what its own source lacked)
+            why = f" (its source {why})" if source == fmt and why else ""
+            raise ValueError(
+                f"{out}: only a container made from {kind} can be written as {fmt}{why}"
+            )
         if fmt not in SPLICED:
             _check_dense(r, fmt)
         own = fmt == source and fmt in EXACT_FORMATS and "source.files" in r.metadata
@@ -114,8 +119,10 @@ def decompress(
         inputs = (local,) if local is not None else ()
         with atomic_output(out, force, directory=directory, inputs=inputs) as tmp:
             if fmt in SPLICED:
-                restore_spliced(r, tmp, fmt)
                 expected = {k: r.metadata.get(f"source.{k}") for k in ("sha256", "crc32c")}
+                if not any(expected.values()):  # (recorded with every place: never skipped)
+                    raise CorruptDataError(f"{container}: the source's checksum record is missing")
+                restore_spliced(r, tmp, fmt)
                 check_restored(tmp, expected, out)
             elif fmt == "safetensors":
                 restore_safetensors(r, tmp, records, progress)

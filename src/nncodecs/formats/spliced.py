@@ -60,7 +60,10 @@ def restore_spliced(r: Any, out: Path, fmt: str) -> None:
         raise CorruptDataError(f"the container's {what} records are damaged ({exc})") from None
     with out.open("wb") as f:
         for gap, item in zip(gaps, ranges, strict=False):
-            if not (isinstance(item, list) and len(item) == 4 and item[0] in r):
+            if not (
+                isinstance(item, list) and len(item) == 4 and isinstance(item[0], str)
+                and item[0] in r and isinstance(item[1], int) and isinstance(item[2], int)
+            ):  # fmt: skip
                 raise CorruptDataError(f"the container's {what} record {item!r} is damaged")
             name, start, size, _ = item
             f.write(gap)
