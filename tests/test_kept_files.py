@@ -191,7 +191,63 @@ def test_from_pretrained_from_the_container_alone(real_weights: dict, tmp_path: 
     state = model.state_dict()
     assert same_bits(state["encoder.layer.0.attention.self.query.weight"].numpy(),
                      real_weights["encoder.layer.0.attention.self.query.weight"])  # fmt: skip
+    # config attributes among the keyword arguments go to the config, as in transformers
+    hidden = from_pretrained(tmp_path / "m.zarr.zip", output_hidden_states=True)
+    assert hidden.config.output_hidden_states
     with Writer(tmp_path / "bare.zarr") as w:
         w.add_tensor("w", np.ones(2, np.float32))
     with pytest.raises(ValueError, match=r"no config\.json"):
         from_pretrained(tmp_path / "bare.zarr")
+
+
+def test_what_the_second_review_found(tmp_path: Path) -> None:
+    """Names that could never be restored side by side refused when added; a directory
+    link, a FIFO, an unreadable file refused before anything is written; a kept-file map
+    that lost entries refused at restore; errors name a kept file as one."""
+    with Writer(tmp_path / "n.zarr") as w:
+        w.add_tensor("t", np.ones(2, np.float32))
+        w.add_file("a", b"1")
+        for bad in ("a/b", "x" * 256, "d/" + "y" * 256):
+            with pytest.raises(ValueError, match="kept file"):
+                w.add_file(bad, b"2")
+        w.add_file("b/c", b"3")
+        with pytest.raises(ValueError, match="kept file"):
+            w.add_file("b", b"4")
+    with Reader(tmp_path / "n.zarr") as r:
+        assert ("file", "a") not in r and r.files() == ["a", "b/c"]
+
+    snap = tmp_path / "snap"
+    snap.mkdir()
+    from nncodecs.formats.safetensors import write_safetensors
+
+    write_safetensors(snap / "model.safetensors", [("w", np.ones((4, 4), np.float32))])
+    (snap / "config.json").write_text("{}")
+    (snap / "sub").mkdir()
+    (snap / "sub" / "x.txt").write_text("x")
+    (snap / "linked").symlink_to("sub")
+    r = run("compress", "snap", "-o", "s.zarr.zip", cwd=tmp_path)
+    assert r.returncode == 1 and "a link to a directory" in r.stderr, r.stderr
+    (snap / "linked").unlink()
+    os.mkfifo(snap / "fifo")
+    r = run("compress", "snap", "-o", "s.zarr.zip", cwd=tmp_path)
+    assert r.returncode == 1 and "not a regular file" in r.stderr, r.stderr
+    (snap / "fifo").unlink()
+    assert not (tmp_path / "s.zarr.zip").exists()
+    r = run("compress", "snap", "-o", "s.zarr", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    r = run("verify", "s.zarr", cwd=tmp_path)
+    assert r.returncode == 0 and "2 kept files" in r.stdout, r.stdout
+    meta = tmp_path / "s.zarr" / "zarr.json"
+    doc = json.loads(meta.read_text())
+    files = doc["attributes"]["nncodecs"]["files"]
+    files.pop("config.json")
+    meta.chmod(0o644)
+    meta.write_text(json.dumps(doc))
+    r = run("decompress", "s.zarr", "-o", "back", cwd=tmp_path)
+    assert r.returncode == 1 and "keeps 1 files, its source had 2" in r.stderr, r.stderr
+    assert not (tmp_path / "back").exists()
+    chunk = tmp_path / "s.zarr" / "_files" / "1" / "c" / "0"
+    chunk.chmod(0o644)
+    chunk.write_bytes(b"\0" * len(chunk.read_bytes()))
+    with Reader(tmp_path / "s.zarr") as rd, pytest.raises(CorruptDataError, match="kept file"):
+        rd.read_file("sub/x.txt")

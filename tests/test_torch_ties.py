@@ -137,3 +137,25 @@ def test_checkpoints_not_restorable_by_place_are_refused_as_torch(tmp_path: Path
         assert r.returncode == 0 and ".safetensors" in r.stdout, (r.stdout, r.stderr)
     back = read_safetensors(tmp_path / "s.safetensors")
     assert np.array_equal(back["part"], whole[8:40].numpy())
+
+
+def test_verify_merge_and_an_empty_first_tensor(tmp_path: Path) -> None:
+    torch = optional_import("torch")
+    from nncodecs.integrations.torch import load_state_dict
+
+    a = {"empty": torch.empty(0, 4), "w": torch.arange(12.0).reshape(3, 4)}
+    a["tied"] = a["w"]
+    torch.save(a, tmp_path / "a.pt")
+    torch.save({"v": torch.ones(5)}, tmp_path / "b.pt")
+    for name in ("a.pt", "b.pt"):
+        assert run("compress", name, "-q", cwd=tmp_path).returncode == 0
+    r = run("verify", "a.pt.zarr.zip", cwd=tmp_path)
+    assert r.returncode == 0 and "3 tensors (1 of them tied" in r.stdout, (r.stdout, r.stderr)
+    r = run("decompress", "a.pt.zarr.zip", "-o", "back.pt", cwd=tmp_path)  # empty first
+    assert r.returncode == 0, r.stderr
+    assert sha(tmp_path / "back.pt") == sha(tmp_path / "a.pt")
+    r = run("merge", "a.pt.zarr.zip", "b.pt.zarr.zip", "-o", "ab.zarr.zip", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    merged = load_state_dict(tmp_path / "ab.zarr.zip")
+    assert set(merged) == {"empty", "w", "tied", "v"} and merged["tied"] is merged["w"]
+    assert run("verify", "ab.zarr.zip", cwd=tmp_path).returncode == 0

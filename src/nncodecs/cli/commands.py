@@ -84,16 +84,24 @@ def cmd_decompress(args: argparse.Namespace) -> int:
 def cmd_verify(args: argparse.Namespace) -> int:
     from nncodecs import Reader
     from nncodecs.errors import CorruptDataError
+    from nncodecs.formats.source import named_order
 
     with Reader(args.input) as r:
         r.verify()
         count = source_count(r.metadata)
-        if count is not None and count != len(r):
+        order, tied = named_order(r)  # (a tied tensor is stored once, under its first name)
+        if count is not None and count != len(order):
             raise CorruptDataError(
-                f"{args.input}: {len(r)} tensors, but the source had {count}: some are missing"
+                f"{args.input}: {len(order)} tensors, but the source had {count}: "
+                f"{'some are missing' if count > len(order) else 'more than it had'}"
             )
         if not args.quiet:
-            print(f"{args.input}: {len(r)} tensors, every checksum holds{of_source(count)}")
+            more = f" ({len(tied)} of them tied: stored once)" if tied else ""
+            files = f", {len(r.files())} kept files" if r.files() else ""
+            print(
+                f"{args.input}: {len(order)} tensors{more}{files}, every checksum holds"
+                f"{of_source(count)}"
+            )
     return 0
 
 

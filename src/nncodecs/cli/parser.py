@@ -85,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     from nncodecs.formats import READ_FORMATS, WRITE_FORMATS
 
     reads = ", ".join(READ_FORMATS)
-    writes = ", ".join(WRITE_FORMATS.values())
+    writes = ", ".join(dict.fromkeys(WRITE_FORMATS.values()))
     parser = argparse.ArgumentParser(
         prog="nncodecs",
         description="Lossless compression of neural-network weights into Zarr containers. "
@@ -138,7 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", help="where to (default: INPUT without .zarr.zip, with the "
                    "suffix of the format it is restored to)")  # fmt: skip
     p.add_argument(
-        "--format", choices=list(WRITE_FORMATS.values()), default=None,
+        "--format", choices=list(dict.fromkeys(WRITE_FORMATS.values())), default=None,
         help="the format to write (default: -o's suffix, else the source's)",
     )  # fmt: skip
     p.add_argument("-f", "--force", action="store_true", help=FORCE_HELP)
@@ -165,7 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("input", help="a model file or a container")
     p.add_argument("-o", "--output", required=True, help="the output; its suffix picks the format")
     p.add_argument("--codec", default="auto", choices=CODECS, help=CODEC_HELP + " (containers)")
-    p.add_argument("--format", choices=list(WRITE_FORMATS.values()), default=None,
+    p.add_argument("--format", choices=list(dict.fromkeys(WRITE_FORMATS.values())), default=None,
                    help="the model format to write, whatever -o's suffix")  # fmt: skip
     p.add_argument("-f", "--force", action="store_true", help=FORCE_HELP)
     return parser

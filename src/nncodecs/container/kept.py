@@ -19,7 +19,7 @@ from typing import Any
 from nncodecs.container import zarr_docs
 from nncodecs.errors import CorruptDataError
 
-__all__ = ["FILES_NODE", "check_file_name", "kept_entries", "kept_key"]
+__all__ = ["FILES_NODE", "check_file_name", "clashes", "kept_entries", "kept_key"]
 
 FILES_NODE = "_files"
 _NODE = re.compile(r"_files/[0-9]{1,9}")
@@ -35,12 +35,15 @@ def check_file_name(name: Any, error: type[Exception] = ValueError) -> str:
     parts = name.split("/") if isinstance(name, str) else []
     if (
         not parts
-        or any(p in ("", ".", "..") for p in parts)
+        or any(p in ("", ".", "..") or len(p.encode("utf-8", "replace")) > 255 for p in parts)
         or "\\" in name
         or "\0" in name
         or len(name.encode("utf-8", "replace")) > 4096
     ):
-        raise error(f"{name!r} is not a kept file's name (a relative path, / between parts)")
+        raise error(
+            f"{name!r} is not a kept file's name (a relative path, / between parts of at "
+            "most 255 bytes)"
+        )
     return name
 
 
@@ -74,3 +77,12 @@ def kept_entries(
             raise CorruptDataError(f"kept file {name!r}: its array at {node!r} is another's")
         out[kept_key(name)] = (own, load, doc, node)
     return out
+
+
+def clashes(name: str, names: Any) -> str | None:
+    """A kept file among ``names`` that ``name`` could not be restored beside: one is the
+    other's directory (``a`` and ``a/b``)."""
+    for other in names:
+        if other.startswith(name + "/") or name.startswith(other + "/"):
+            return other
+    return None

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from nncodecs.container import composite
 from nncodecs.container._store import describe_target
+from nncodecs.container.kept import kept_key
 from nncodecs.container.reader import Reader
 from nncodecs.container.writer import Writer
 
@@ -26,7 +28,7 @@ def merge(
     metadata, which must then agree key by key.
     """
     seen: dict[str, str] = {}  # tensor name -> the source it came from
-    kept: dict[str, bytes] = {}  # kept files written, by name
+    kept: dict[str, bytes] = {}  # kept files written: their sha256, by name
     with Writer(target, mode="w", codec=codec, overwrite=overwrite) as w:
         if metadata is not None:
             w.metadata.update(metadata)
@@ -51,12 +53,14 @@ def merge(
                             raise
                         raise type(exc)(f"{where}: {exc}") from None
                 for file in r.files():  # kept files: once, where the containers agree
-                    data = r.read_file(file)
-                    if file in kept and kept[file] != data:
+                    data = r.read_tensor(kept_key(file), check=True)  # type: ignore[arg-type]
+                    digest = hashlib.sha256(data).digest()  # (not the bytes: memory stays flat)
+                    if file in kept and kept[file] != digest:
                         raise ValueError(f"{where}: kept file {file!r} differs between them")
                     if file not in kept:
                         w.add_file(file, data)
-                        kept[file] = data
+                        kept[file] = digest
+                    del data
 
 
 def _copy(r: Reader, w: Writer, name: str) -> None:

@@ -134,7 +134,7 @@ class Reader:
         return len(self._order)
 
     def __contains__(self, name: object) -> bool:
-        return name in self._entries
+        return isinstance(name, str) and name in self._entries
 
     def __iter__(self) -> Any:
         return iter(self._order)
@@ -307,8 +307,10 @@ class Reader:
     def _error(self, name: str, exc: Exception) -> CorruptDataError:
         """A CorruptDataError saying ``<container>: tensor '<name>': what``."""
         msg = str(exc).removeprefix(f"{self._where}: ")
-        if not msg.startswith("tensor "):
-            msg = f"tensor {name!r}: {msg}"
+        what = f"tensor {name!r}" if isinstance(name, str) else f"kept file {name[1]!r}"
+        if not msg.startswith(("tensor ", "kept file ")):
+            msg = f"{what}: {msg}"
+        msg = msg.replace(f"tensor {name!r}", what)
         return CorruptDataError(f"{self._where}: {msg}")
 
     def to_dask(self, name: str | None = None) -> Any:
@@ -365,7 +367,7 @@ class Reader:
         for name in self._order:
             self.read_tensor(name, check=True)
         for file in self.files():
-            self.read_file(file)
+            self.read_tensor(kept_key(file), check=True)  # type: ignore[arg-type]
 
     def files(self) -> list[str]:
         """The names of the files kept beside the tensors (``Writer.add_file``), in order."""

@@ -192,8 +192,8 @@ class Writer:
         """Keep a file's bytes (``data``, bytes-like) beside the tensors under ``name``, a
         relative path: a model's config or tokenizer, for ``Reader.read_file``."""
         self._check_open()
-        if kept.check_file_name(name) in self._kept:
-            raise ValueError(f"kept file {name!r} is already in the container")
+        if kept.check_file_name(name) in self._kept or kept.clashes(name, self._kept):
+            raise ValueError(f"kept file {name!r}: already in the container, or as a directory")
         self._begin_change()
         if not self._kept:
             self._queue_doc(kept.FILES_NODE, docs.group_doc({}))

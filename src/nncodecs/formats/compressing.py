@@ -14,7 +14,7 @@ from nncodecs.formats.detect import detect_format
 from nncodecs.formats.digests import hash_ahead
 from nncodecs.formats.malloc import use_one_malloc_arena
 from nncodecs.formats.paths import check_container_name, local_output
-from nncodecs.formats.source import ORDER, TIED, Progress
+from nncodecs.formats.source import KEPT, ORDER, TIED, Progress
 from nncodecs.formats.sources import open_source
 from nncodecs.outputs import check_output, made_parents
 
@@ -61,6 +61,7 @@ def compress(
             Writer(target, overwrite=force, **kwargs) as w,
         ):
             tied = src.tied()  # (stored once: the first name of their bytes)
+            kept = src.kept_files()  # (listed first: an unreadable one refused before encoding)
             for name, arr in src.arrays():
                 if name not in tied:
                     w.add_tensor(name, arr)
@@ -68,9 +69,11 @@ def compress(
                 del arr  # before the next one is read: one tensor at a time
                 if progress:
                     progress(min(done, total), total)
-            for rel, path in src.kept_files():  # (a snapshot's config, tokenizer, ...)
+            for rel, path in kept:  # (a snapshot's config, tokenizer, ...)
                 w.add_file(rel, file_bytes(path))
             w.metadata.update(src.metadata())
+            if kept:  # (counted: a restore that finds fewer refuses)
+                w.metadata[KEPT] = str(len(kept))
             if tied:
                 w.metadata[TIED] = json.dumps(tied)
                 w.metadata[ORDER] = json.dumps([t.name for t in src.tensors()])

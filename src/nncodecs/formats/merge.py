@@ -8,6 +8,7 @@ from typing import Any
 
 from nncodecs.container import Reader, merge
 from nncodecs.formats.paths import check_container_name, local_output
+from nncodecs.formats.source import ORDER, TIED
 from nncodecs.outputs import check_output, made_parents
 
 __all__ = ["merge_containers", "merged_metadata"]
@@ -21,6 +22,13 @@ def merged_metadata(metadatas: list[dict[str, str]]) -> dict[str, str]:
     if len(metadatas) == 1:
         return dict(metadatas[0])
     out = {k: v for k, v in metadatas[0].items() if all(m.get(k) == v for m in metadatas)}
+    ties = [json.loads(m.get(TIED, "{}")) for m in metadatas]
+    if any(ties):  # each container's tied tensors, named in the merged one alike
+        out[TIED] = json.dumps({k: v for t in ties for k, v in t.items()})
+        orders = [m.get(ORDER) for m in metadatas]
+        out.pop(ORDER, None)
+        if all(orders):
+            out[ORDER] = json.dumps([n for o in orders for n in json.loads(str(o))])
     counts = [_int(m.get("source.tensors")) for m in metadatas]
     if all(c is not None for c in counts):
         out["source.tensors"] = str(sum(c for c in counts if c is not None))

@@ -101,7 +101,9 @@ def decompress(
         source = r.metadata.get("source.format")
         fmt = fmt or WRITE_FORMATS.get(out.suffix.lower()) or default_format(r.metadata)
         if fmt not in WRITE_FORMATS.values():
-            raise ValueError(f"cannot write {fmt!r}: choose {', '.join(WRITE_FORMATS.values())}")
+            raise ValueError(
+                f"cannot write {fmt!r}: choose {', '.join(dict.fromkeys(WRITE_FORMATS.values()))}"
+            )
         if fmt in SPLICED and not has_places(r.metadata, fmt):
             kind = {"onnx": "an ONNX file without external data", "gguf": "a GGUF file",
                     "torch": "a zip checkpoint whose tensors are whole storages"}[fmt]  # fmt: skip

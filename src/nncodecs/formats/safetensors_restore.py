@@ -9,13 +9,14 @@ import struct
 from pathlib import Path
 from typing import Any
 
+from nncodecs.container.kept import kept_key
 from nncodecs.dtypes import normalize_dtype
 from nncodecs.errors import CorruptDataError
 from nncodecs.formats.detect import INDEX
 from nncodecs.formats.digests import check_restored, restore_hash
 from nncodecs.formats.paths import plain_name
 from nncodecs.formats.safetensors import raw_bytes, safetensors_header, write_safetensors
-from nncodecs.formats.source import Progress, named_order, stream_named, stream_tensors
+from nncodecs.formats.source import KEPT, Progress, named_order, stream_named, stream_tensors
 
 __all__ = ["file_records", "restore_safetensors"]
 
@@ -109,11 +110,16 @@ def restore_safetensors(
 
 def _write_kept(r: Any, tmp: Path, taken: set[str]) -> None:
     """A snapshot directory's other files (config, tokenizer ...), kept in the container:
-    names checked when read (relative, no ``..``), never over a restored weights file."""
+    names checked when read (relative, no ``..``), never over a restored weights file;
+    as many as the source had. Each is written from the decoded array (no second copy)."""
+    if str(len(r.files())) != r.metadata.get(KEPT, str(len(r.files()))):
+        raise CorruptDataError(
+            f"the container keeps {len(r.files())} files, its source had {r.metadata[KEPT]}"
+        )
     for name in r.files():
         if name in taken or name.split("/")[0] in taken:
             raise CorruptDataError(f"kept file {name!r} takes the place of a restored file")
-        path, data = tmp / name, r.read_file(name)
+        path, data = tmp / name, r.read_tensor(kept_key(name), check=True)
         try:  # ("a" and "a/b" both kept: one cannot be written)
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(data)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -102,14 +103,29 @@ class SafetensorsSource(Source):
         root = self.path if self.path.is_dir() else self.path.parent
         skip = {st.path.name for st in self.files} | {INDEX}
         out = []
-        for file in sorted(root.rglob("*")):
-            rel = file.relative_to(root).as_posix()
-            if file.is_symlink():
-                inside(file, root)
-            if rel in skip or not file.is_file():
-                continue
-            out.append((check_file_name(rel), file))
-        return out
+
+        def unreadable(exc: OSError) -> None:
+            raise ValueError(f"{exc.filename}: not readable ({exc.strerror}): nothing was written")
+
+        for top, dirs, names in os.walk(root, onerror=unreadable):
+            for name in sorted(dirs + names):
+                path = Path(top, name)
+                if path.is_symlink():
+                    inside(path, root)
+                    if path.is_dir():  # (os.walk does not follow it: its files would be lost)
+                        raise ValueError(f"{path}: a link to a directory, which nncodecs does "
+                                         "not follow: nothing was written")  # fmt: skip
+                if name in dirs:
+                    continue
+                rel = path.relative_to(root).as_posix()
+                if rel in skip:
+                    continue
+                if not path.is_file():  # (a FIFO, a socket, a device: not a file to keep)
+                    raise ValueError(f"{path}: not a regular file: nothing was written")
+                if not os.access(path, os.R_OK):  # (refused before any tensor is encoded)
+                    raise ValueError(f"{path}: not readable: nothing was written")
+                out.append((check_file_name(rel), path))
+        return sorted(out)
 
     def metadata(self) -> dict[str, str]:
         """Each file's header, tensor order and CRC32C, the bytes its tensors do not cover,

@@ -25,6 +25,7 @@ from nncodecs.errors import CorruptDataError
 from nncodecs.formats.digests import file_digests
 
 __all__ = [
+    "KEPT",
     "ORDER",
     "TIED",
     "FileRows",
@@ -40,6 +41,8 @@ __all__ = [
 #: A container's metadata: tensors stored once under another name ({name: stored name}),
 #: and every name the source had, in order (JSON; torch's tied tensors, see ``Source.tied``).
 TIED, ORDER = "torch.tied", "torch.order"
+#: How many files the source kept beside its tensors (``Source.kept_files``).
+KEPT = "source.kept_files"
 
 Progress = Callable[[int, int], None]  # (bytes done, bytes in all)
 

@@ -71,7 +71,10 @@ class TorchSource(Source):
         ptrs = {t.untyped_storage().data_ptr() for _, t in stored if t.untyped_storage().nbytes()}
         if not ptrs or not entries:
             return None
-        base = min(ptrs) - min(entries)  # (the map of the whole file starts there)
+        sized = [at for at, n in entries.items() if n]
+        if not sized:
+            return None
+        base = min(ptrs) - min(sized)  # (the map of the whole file starts there)
         places: list[Place] = []
         for name, t in stored:
             storage = t.untyped_storage()

@@ -15,11 +15,12 @@ from typing import Any
 
 from nncodecs.container.gcpause import collector_paused
 from nncodecs.container.reader import Reader
+from nncodecs.formats.source import ORDER, TIED, named_order
 from nncodecs.frame import get_threads
 
 __all__ = ["load_state_dict", "save_state_dict"]
 
-_TIED = "torch.tied"
+_TIED = TIED
 
 
 def save_state_dict(state_dict: dict[str, Any], path: Any, codec: str = "auto") -> None:
@@ -44,7 +45,7 @@ def save_state_dict(state_dict: dict[str, Any], path: Any, codec: str = "auto") 
             seen[key] = name
             w.add_tensor(name, tensor)
         w.metadata[_TIED] = json.dumps(tied)
-        w.metadata["torch.order"] = json.dumps(list(state_dict))
+        w.metadata[ORDER] = json.dumps(list(state_dict))
 
 
 def load_state_dict(path: Any, device: str = "cpu") -> dict[str, Any]:
@@ -54,8 +55,7 @@ def load_state_dict(path: Any, device: str = "cpu") -> dict[str, Any]:
 
         torch.device(device)  # (a bad name refused before anything is read)
     with collector_paused(), Reader(path) as r:
-        tied = json.loads(r.metadata.get(_TIED, "{}"))
-        order = json.loads(r.metadata.get("torch.order", "null")) or r.keys()
+        order, tied = named_order(r)  # (checked: a tie names a stored tensor)
         names = [name for name in order if name not in tied]
         out: dict[str, Any] = {}
         ahead = None if device == "cpu" else _AHEAD_BYTES  # (on the CPU every tensor stays)

@@ -118,7 +118,13 @@ def from_pretrained(container: str | Path, model_class: Any = None, **kwargs: An
     with tempfile.TemporaryDirectory() as config_dir:
         for name, data in files.items():
             Path(config_dir, name).write_bytes(data)
-        config = transformers.AutoConfig.from_pretrained(config_dir, local_files_only=True)
+        try:  # (config attributes among kwargs go to the config, as transformers does)
+            config, kwargs = transformers.AutoConfig.from_pretrained(
+                config_dir, local_files_only=True, return_unused_kwargs=True, **kwargs
+            )
+        except (OSError, ValueError) as exc:  # (its message names the temporary directory)
+            why = str(exc).replace(config_dir, "").splitlines()[0]
+            raise ValueError(f"{container}: its kept config.json is not readable ({why})") from None
     cls = model_class or transformers.AutoModel
     mapping = getattr(cls, "_model_mapping", None)  # an Auto class: the config picks the model
     if mapping is not None:
