@@ -434,3 +434,39 @@ def test_a_file_record_without_its_exact_header_still_restores(tmp_path: Path) -
     assert set(back) == set(tensors)
     for name, arr in tensors.items():
         assert back[name].tobytes() == arr.tobytes()
+
+
+def test_ztensor_csr_tensors(tmp_path: Path) -> None:
+    from conftest import optional_import
+
+    ztensor = optional_import("ztensor")
+    sparse = optional_import("scipy.sparse")
+    rng = np.random.default_rng(4)
+    dense = rng.standard_normal((40, 30)).astype(np.float32) * (rng.random((40, 30)) < 0.1)
+    csr = sparse.csr_matrix(dense)
+    a = np.arange(6, dtype=np.float32)
+    writer = ztensor.Writer(str(tmp_path / "s.zt"))
+    writer.add("a", a.view(np.uint8), [6], "f32")
+
+    def part(arr: np.ndarray, kind: str) -> dict:
+        return {"dtype": kind, "data": np.ascontiguousarray(arr).view(np.uint8)}
+
+    writer.add_object("adj", [40, 30], {"values": part(csr.data, "f32"),
+                      "indices": part(csr.indices.astype(np.uint64), "u64"),
+                      "indptr": part(csr.indptr.astype(np.uint64), "u64")},
+                      layout="zt.sparse_csr/1")  # fmt: skip
+    writer.finish()
+    compress(tmp_path / "s.zt", tmp_path / "s.zarr.zip")
+    with Reader(tmp_path / "s.zarr.zip") as r:
+        assert r.layout("adj") == "csr" and same_bits(r.read_tensor("a"), a)
+        back = r.read_tensor("adj", to="scipy")
+        assert (back != csr).nnz == 0 and back.shape == (40, 30)
+    bad = ztensor.Writer(str(tmp_path / "bad.zt"))  # a column index out of range
+    bad.add_object("m", [4, 4], {"values": part(np.ones(2, np.float32), "f32"),
+                   "indices": part(np.array([0, 7], np.uint32), "u32"),
+                   "indptr": part(np.array([0, 1, 2, 2, 2], np.uint32), "u32")},
+                   layout="zt.sparse_csr/1")  # fmt: skip
+    bad.finish()
+    with pytest.raises(CorruptDataError, match="CSR tensor 'm'"):
+        compress(tmp_path / "bad.zt", tmp_path / "bad.zarr")
+    assert not (tmp_path / "bad.zarr").exists()

@@ -65,7 +65,7 @@ def compress(
             for name, arr in src.arrays():
                 if name not in tied:
                     w.add_tensor(name, arr)
-                done += int(arr.nbytes)
+                done += _nbytes(arr)
                 del arr  # before the next one is read: one tensor at a time
                 if progress:
                     progress(min(done, total), total)
@@ -85,3 +85,9 @@ def compress(
 def file_bytes(path: Path) -> Any:
     """A file's bytes, mapped (read as they are encoded, not into memory first)."""
     return np.memmap(path, np.uint8, mode="r") if path.stat().st_size else b""
+
+
+def _nbytes(arr: Any) -> int:
+    """Bytes of a tensor (of a sparse one, its values)."""
+    n = getattr(arr, "nbytes", None)
+    return int(n) if n is not None else int(arr.data.nbytes)

@@ -1,7 +1,11 @@
-"""ztensor ``.zt`` files as a :class:`Source`, through the optional ``ztensor`` package
-(dense tensors only)."""
+"""ztensor ``.zt`` files as a :class:`Source`, through the optional ``ztensor`` package:
+dense tensors, and CSR matrices (layout ``zt.sparse_csr/1``: parts ``values``,
+``indices``, ``indptr``), which go in as sparse tensors (read through SciPy); another
+layout is refused by name."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 
@@ -14,6 +18,9 @@ __all__ = ["ZtensorSource"]
 _ZT_DTYPES = {"f64": "float64", "f32": "float32", "f16": "float16", "bf16": "bfloat16",
                "i64": "int64", "i32": "int32", "i16": "int16", "i8": "int8", "u64": "uint64",
                "u32": "uint32", "u16": "uint16", "u8": "uint8", "bool": "bool"}  # fmt: skip
+
+
+_CSR = ("zt.sparse_csr/1", "sparse_csr")
 
 
 class ZtensorSource(Source):
@@ -33,6 +40,14 @@ class ZtensorSource(Source):
             raise CorruptDataError(f"{path}: not a readable ztensor file ({exc})") from None
         out = []
         for name, tensor in items:
+            if tensor.layout in _CSR:
+                out.append(self._csr(name, tensor))
+                continue
+            if tensor.layout != "dense":
+                raise TypeError(
+                    f"{path}: tensor {name!r} has the ztensor layout {tensor.layout!r}, which "
+                    "nncodecs does not read; nothing was written"
+                )
             kind = _ZT_DTYPES.get(str(tensor.dtype))
             if kind is None:
                 raise TypeError(f"{path}: tensor {name!r} has ztensor dtype {tensor.dtype!r}")
@@ -43,3 +58,37 @@ class ZtensorSource(Source):
 
             out.append(Tensor(name, dtype, shape, load=load))
         return out
+
+    def _csr(self, name: str, tensor: Any) -> Tensor:
+        """A CSR matrix: its dtype from ``values``, its index type from ``indices``."""
+        try:
+            parts = {p: tensor[p] for p in ("values", "indices", "indptr")}
+        except KeyError as exc:
+            raise CorruptDataError(f"{self.path}: CSR tensor {name!r}: {exc}") from None
+        kind = _ZT_DTYPES.get(str(parts["values"].dtype))
+        index = {"u32": np.uint32, "u64": np.uint64}.get(str(parts["indices"].dtype))
+        shape = tuple(int(d) for d in tensor.shape)
+        if kind is None or index is None or len(shape) != 2:
+            raise CorruptDataError(
+                f"{self.path}: CSR tensor {name!r}: values {parts['values'].dtype}, indices "
+                f"{parts['indices'].dtype}, shape {list(shape)}: not a CSR matrix nncodecs reads"
+            )
+        dtype = normalize_dtype(kind)
+
+        def load() -> Any:
+            try:
+                import scipy.sparse
+            except ImportError:
+                raise ValueError(f"{self.path}: its CSR tensors need SciPy") from None
+            arrays = [np.frombuffer(parts["values"].tobytes(), dtype)] + [
+                np.frombuffer(parts[p].tobytes(), index).astype(np.int64)
+                for p in ("indices", "indptr")
+            ]
+            try:
+                matrix = scipy.sparse.csr_matrix(tuple(arrays), shape=shape)
+                matrix.check_format(full_check=True)  # (indices in range, indptr in order)
+                return matrix
+            except ValueError as exc:  # (indptr not rows + 1 long, indices out of range ...)
+                raise CorruptDataError(f"{self.path}: CSR tensor {name!r}: {exc}") from None
+
+        return Tensor(name, dtype, shape, load=load)
