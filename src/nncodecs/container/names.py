@@ -44,8 +44,8 @@ def check_tensor_name(name: object) -> str:
         raise ValueError(f"tensor name {name[:60]!r}: a NUL character cannot be stored")
     if len(node) > 255:
         raise ValueError(
-            f"tensor name {name[:60]!r}... is {len(node)} bytes once escaped for Zarr: "
-            "a Zarr node name (a file name) holds at most 255"
+            f"tensor name {name[:60]!r}... cannot be stored: {len(node)} bytes once escaped "
+            "for Zarr, where a node name (a file name) holds at most 255"
         )
     return name
 
