@@ -1,7 +1,9 @@
 """Sparse and quantized tensors: a sub-group of arrays (its parts) a tensor.
 
 CSR / CSC: ``data``, ``indices``, ``indptr``; COO: ``coords`` (ndim x nnz) and
-``data``; MXFP4 / NVFP4: ``blocks`` and ``scales``. The ``*_parts`` functions
+``data``; MXFP4 / NVFP4: ``blocks`` and ``scales``; records (a quantized format's
+fixed-size blocks, GGML's ``Q4_0`` ...): one array per field, the attribute ``fields``
+saying how they interleave back into the bytes. The ``*_parts`` functions
 check what a Writer is given and return the parts and the extra attributes
 (``shape`` for sparse tensors); :func:`assemble` makes the tensor a Reader
 returns from the parts it read.
@@ -9,18 +11,22 @@ returns from the parts it read.
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from nncodecs.container.arrays import convert, to_host_array
-from nncodecs.dtypes import dtype_name
+from nncodecs.dtypes import dtype_name, normalize_dtype
+from nncodecs.errors import CorruptDataError
 
 __all__ = [
+    "Records",
     "assemble",
     "compressed_parts",
     "coo_parts",
     "quantized_parts",
+    "records_parts",
     "scipy_parts",
 ]
 
@@ -105,10 +111,97 @@ def quantized_parts(name: str, blocks: Any, scales: Any, scheme: str) -> Parts:
     return scheme, {"blocks": blocks, "scales": scales}, {}
 
 
+class Records(NamedTuple):
+    """Bytes of fixed-size records and their fields, for :meth:`nncodecs.Writer.add_tensor`
+    (as :meth:`nncodecs.Writer.add_records`)."""
+
+    data: Any
+    fields: Any
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.asarray(self.data).nbytes)
+
+
+_FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+
+
+def _fields(fields: Any, error: type[Exception]) -> list[tuple[str, np.dtype, int]]:
+    """``[(field, dtype, count), ...]`` checked: names unique, dtypes supported, counts
+    of at least one."""
+    out: list[tuple[str, np.dtype, int]] = []
+    try:
+        for field, dtype, count in fields:
+            dt = normalize_dtype(dtype)
+            dtype_name(dt)
+            if not (isinstance(field, str) and _FIELD.fullmatch(field)):
+                raise ValueError(f"field name {field!r} (letters, digits, _)")
+            if type(count) is not int or not 1 <= count <= 1 << 20:
+                raise ValueError(f"field {field!r}: count {count!r}")
+            out.append((field, dt, count))
+    except (TypeError, ValueError) as exc:
+        raise error(f"fields must be [(name, dtype, count), ...]: {exc}") from None
+    if not out or len({f for f, _, _ in out}) != len(out):
+        raise error(f"fields must be named apart, at least one: {fields!r}")
+    return out
+
+
+def records_parts(name: str, data: Any, fields: Any) -> Parts:
+    """Fixed-size records (``fields`` in record order) split into one array per field."""
+    checked = _fields(fields, ValueError)
+    if not isinstance(data, np.ndarray) and not hasattr(data, "__dlpack__"):
+        data = np.frombuffer(memoryview(data).cast("B"), np.uint8)
+    data = np.asarray(to_host_array(data))
+    if data.dtype != np.uint8:
+        raise TypeError(f"tensor {name!r}: records are bytes (uint8), got {data.dtype}")
+    record = sum(dt.itemsize * count for _, dt, count in checked)
+    if data.size % record:
+        raise ValueError(
+            f"tensor {name!r}: {data.size} bytes are not a whole number of {record}-byte records"
+        )
+    rows, parts, at = data.reshape(-1, record), {}, 0
+    for field, dt, count in checked:
+        width = dt.itemsize * count
+        part = np.ascontiguousarray(rows[:, at : at + width]).view(dt)
+        parts[field] = part.reshape(-1, count) if count > 1 else part.reshape(-1)
+        at += width
+    info = [[f, dtype_name(dt), c] for f, dt, c in checked]
+    return "records", parts, {"fields": info, "shape": [int(data.size)]}
+
+
+def _interleave(name: str, parts: dict[str, np.ndarray], attrs: dict) -> np.ndarray:
+    """The bytes of records from their fields' arrays (as :func:`records_parts` split them)."""
+    checked = _fields(attrs.get("fields"), CorruptDataError)
+    shape = attrs.get("shape")
+    record = sum(dt.itemsize * count for _, dt, count in checked)
+    if not (isinstance(shape, list) and len(shape) == 1 and type(shape[0]) is int
+            and shape[0] >= 0 and shape[0] % record == 0):  # fmt: skip
+        raise CorruptDataError(f"tensor {name!r}: its records' size {shape!r} is damaged")
+    n = shape[0] // record
+    out, at = np.empty((n, record), np.uint8), 0
+    for field, dt, count in checked:
+        part = parts.get(field)
+        want = (n, count) if count > 1 else (n,)
+        if part is None or part.dtype != dt or part.shape != want:
+            found = "none" if part is None else f"{part.dtype} {part.shape}"
+            raise CorruptDataError(
+                f"tensor {name!r}: field {field!r} should be {dtype_name(dt)} {want}, "
+                f"found {found}"
+            )
+        width = dt.itemsize * count
+        out[:, at : at + width] = np.ascontiguousarray(part).view(np.uint8).reshape(n, width)
+        at += width
+    if set(parts) != {f for f, _, _ in checked}:
+        raise CorruptDataError(f"tensor {name!r}: parts {sorted(parts)} are not its fields")
+    return out.reshape(-1)
+
+
 def assemble(name: str, kind: str, parts: dict[str, np.ndarray], attrs: dict, to: str) -> Any:
     """The tensor a Reader returns from its parts: an MXFP4 / NVFP4 pair
     (``to``: its arrays' kind), a SciPy matrix (``to="scipy"``) or a dict of
     the NumPy parts and ``shape``."""
+    if kind == "records":
+        return convert(_interleave(name, parts, attrs), to, owned=True)
     if kind in ("mxfp4", "nvfp4"):
         pair = (parts["blocks"], parts["scales"])
         return tuple(convert(a, to) for a in pair) if to != "numpy" else pair

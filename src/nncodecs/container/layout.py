@@ -31,6 +31,7 @@ __all__ = [
     "ATTRS_KEY",
     "CODECS",
     "FORMAT",
+    "RECORDS_MIN_GAIN",
     "VERSION",
     "Member",
     "check_codec",
@@ -66,6 +67,10 @@ CHUNKS_PER_SHARD = 16
 RECORDS = 1
 CHUNKS_ALL = "all"
 UNCHECKED_CODECS = ("zstd", "raw")
+#: The weights codec's ``min_gain`` for the fields of records (quantized blocks): their
+#: packed quants save 2-5% coded, under the default's 5%, and a quantized model is
+#: stored to be small (raw bytes would decode faster, at 4% more of them).
+RECORDS_MIN_GAIN = 0.01
 #: Every chunk is stored, even one of fill values only (so none is ever missing).
 ARRAY_CONFIG = {"write_empty_chunks": True}
 

@@ -70,6 +70,8 @@ def _copy(r: Reader, w: Writer, name: str) -> None:
     value = r.read_tensor(name, check=True)
     if kind in ("mxfp4", "nvfp4"):
         w.add_quantized(name, *value, scheme=kind)
+    elif kind == "records":  # (its bytes, split again by the fields recorded)
+        w.add_records(name, value, r._entries[name].attrs["fields"])
     elif kind == "coo":
         w.add_sparse_coo(name, value["coords"], value["data"], value["shape"])
     elif kind in ("csr", "csc"):  # (CSC has no add_sparse_* of its own: the parts go in)

@@ -14,13 +14,12 @@ from nncodecs.container import layout, storage
 from nncodecs.container.arrays import convert
 from nncodecs.container.checks import check_crc, check_size
 from nncodecs.container.composite import assemble
-from nncodecs.container.declared import Declared, codec_label, declared
+from nncodecs.container.declared import Declared, declared
 from nncodecs.container.decoding import read_on_device, read_weights, weights_pieces
 from nncodecs.container.files import Strict, local_target, open_local
 from nncodecs.container.gcpause import collector_paused
 from nncodecs.container.kept import kept_key
-from nncodecs.container.tensor_info import TensorInfo, info_from_doc
-from nncodecs.dtypes import dtype_name
+from nncodecs.container.tensor_info import TensorInfo, info_from_doc, info_from_node
 from nncodecs.errors import CorruptDataError
 from nncodecs.frame import set_threads
 
@@ -167,7 +166,7 @@ class Reader:
             raise CorruptDataError(f"{self._where}: {self._damaged[name]}")
 
     def layout(self, name: str) -> str:
-        """``dense``, ``csr``, ``csc``, ``coo``, ``mxfp4`` or ``nvfp4``."""
+        """``dense``, ``csr``, ``csc``, ``coo``, ``mxfp4``, ``nvfp4`` or ``records``."""
         self._check(name)
         return self._entries[name].layout
 
@@ -191,22 +190,8 @@ class Reader:
                 raise self._error(name, exc) from None
         self[name]  # KeyError naming the tensor
         member = self._entries[name]
-        if member.layout == "dense":
-            parts = {"": member.node}
-            main, shape = member.node, member.node.shape
-        else:
-            parts = dict(member.node.arrays())
-            main = parts.get("data", parts.get("blocks"))
-            shape = member.attrs.get("shape", main.shape)
-        return TensorInfo(
-            name=name,
-            dtype=dtype_name(main.dtype),
-            shape=tuple(shape),
-            layout=member.layout,
-            stored_bytes=sum(self._stored(a.path) for a in parts.values()),
-            nbytes=sum(int(a.nbytes) for a in parts.values()),
-            codec=codec_label(main.metadata.codecs),
-        )
+        with self._as_corrupt(name):
+            return info_from_node(name, member.layout, member.node, member.attrs, self._stored)
 
     def read_tensor(
         self, name: str, to: str = "numpy", device: str = "cpu", *, check: bool = False

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from types import SimpleNamespace
+from collections.abc import Callable
 from typing import Any
 
 from nncodecs.container import layout
@@ -12,7 +13,7 @@ from nncodecs.container.declared import codec_label, doc_dtype
 from nncodecs.dtypes import dtype_name
 from nncodecs.errors import CorruptDataError
 
-__all__ = ["TensorInfo", "info_from_doc"]
+__all__ = ["TensorInfo", "info_from_doc", "info_from_node"]
 
 
 @dataclass(frozen=True)
@@ -52,4 +53,30 @@ def info_from_doc(name: str, doc: Any, attrs: Any, stored_bytes: int) -> TensorI
         stored_bytes=stored_bytes,
         nbytes=math.prod(shape) * dtype.itemsize,
         codec=codec,
+    )
+
+
+def info_from_node(
+    name: str, kind: str, node: Any, attrs: dict[str, Any], stored: Callable[[str], int]
+) -> TensorInfo:
+    """The info of a tensor from its Zarr node: a dense tensor's array, or the sub-group
+    of a composite one's parts (``kind``; its dtype and shape those of its values: ``data``
+    or ``blocks``, and a records tensor's bytes); ``stored``: an array's stored bytes."""
+    if kind == "dense":
+        parts = {"": node}
+        main, shape = node, node.shape
+    else:
+        parts = dict(node.arrays())
+        if not parts:
+            raise CorruptDataError(f"tensor {name!r}: its {kind} group holds no arrays")
+        main = parts.get("data", parts.get("blocks", next(iter(parts.values()))))
+        shape = attrs.get("shape", main.shape)
+    return TensorInfo(
+        name=name,
+        dtype="uint8" if kind == "records" else dtype_name(main.dtype),
+        shape=tuple(shape),
+        layout=kind,
+        stored_bytes=sum(stored(a.path) for a in parts.values()),
+        nbytes=sum(int(a.nbytes) for a in parts.values()),
+        codec=codec_label(main.metadata.codecs),
     )

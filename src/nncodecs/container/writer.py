@@ -10,6 +10,7 @@ import numpy as np
 from nncodecs.container import composite, docs, encoding, kept, layout, storage
 from nncodecs.container.arrays import to_host_array
 from nncodecs.container.batches import Batches
+from nncodecs.container.composite_writes import CompositeWrites
 from nncodecs.container.names import check_tensor_name, escape
 from nncodecs.container.output import Output, StoreOutput
 from nncodecs.container.target import open_output
@@ -28,7 +29,7 @@ _BATCH_COUNT = 256
 _ALONE_BYTES = 1 << 20
 
 
-class Writer:
+class Writer(CompositeWrites):
     """Write a model, tensor by tensor, as one Zarr v3 group.
 
     Parameters
@@ -160,6 +161,9 @@ class Writer:
         if array_kind(tensor) == "scipy.sparse":
             self._add_composite(name, composite.scipy_parts(name, tensor), codec)
             return
+        if isinstance(tensor, composite.Records):  # (a format's quantized blocks)
+            self._add_composite(name, composite.records_parts(name, *tensor), codec)
+            return
         arr = np.asarray(to_host_array(tensor), order="C")  # (ascontiguousarray makes 0-d 1-d)
         try:
             dtype_name(arr.dtype)
@@ -203,57 +207,6 @@ class Writer:
         self._kept[name] = node
         self._drain()
 
-    # -- composite layouts: a sub-group of 1-D (or small) arrays ----------------------
-
-    def add_sparse_csr(
-        self, name: str, data: Any, indices: Any, indptr: Any, shape: Any, codec: str | None = None
-    ) -> None:
-        """Store a CSR matrix from its arrays; it reads back as ``scipy.sparse.csr_matrix``."""
-        self._check_new(name)
-        self._add_composite(
-            name, composite.compressed_parts("csr", name, data, indices, indptr, shape), codec
-        )
-
-    def add_sparse_coo(
-        self, name: str, coords: Any, data: Any, shape: Any, codec: str | None = None
-    ) -> None:
-        """Store a COO tensor: ``coords`` of shape (ndim, nnz) and ``data`` of nnz values."""
-        self._check_new(name)
-        self._add_composite(name, composite.coo_parts(name, coords, data, shape), codec)
-
-    def add_quantized(
-        self, name: str, blocks: Any, scales: Any, scheme: str, codec: str | None = None
-    ) -> None:
-        """Store an MXFP4 or NVFP4 weight as its pair: packed FP4 nibbles and block scales.
-
-        ``blocks``: uint8 (two FP4 values a byte) or torch ``float4_e2m1fn_x2``;
-        ``scales``: E8M0 as uint8 (``mxfp4``, 32 values a block) or float8_e4m3fn
-        (``nvfp4``, 16 values a block). It reads back as the same pair.
-        """
-        self._check_new(name)
-        self._add_composite(name, composite.quantized_parts(name, blocks, scales, scheme), codec)
-
-    def _add_composite(self, name: str, made: composite.Parts, codec: Any) -> None:
-        """A sub-group of arrays; committed by its own flag, in its document written last."""
-        kind, parts, extra = made
-        for part, arr in parts.items():
-            try:
-                dtype_name(arr.dtype)
-            except TypeError as exc:
-                raise TypeError(f"tensor {name!r} ({part}): {exc}") from None
-        codec = layout.check_codec(codec or self.codec)
-        self._begin_change()
-        node = escape(name)
-        self._output.discard(node)  # (only ever a leftover of a writer that died)
-        for part, arr in parts.items():
-            dims = [f"{node}.{part}.{i}" for i in range(arr.ndim)]
-            self._write_array(f"{node}/{part}", arr, codec, {}, dims, raw_one_chunk=False)
-        attrs = {"name": name, "layout": kind, "complete": True, **extra}
-        self._queue_doc(node, docs.group_doc({layout.ATTRS_KEY: attrs}))
-        self._names.append(name)
-        self._known.add(name)
-        self._drain()
-
     def _write_array(
         self,
         path: str,
@@ -262,8 +215,10 @@ class Writer:
         attrs: dict[str, Any],
         dims: list[str] | None,
         raw_one_chunk: bool,
+        min_gain: float | None = None,
     ) -> None:
-        """Queue an array's objects (encoded now), then its document."""
+        """Queue an array's objects (encoded now), then its document (``min_gain``: the
+        weights codec's, its default where ``None``)."""
         arr = np.asarray(arr, order="C")  # (ascontiguousarray makes 0-d 1-d)
         if arr.dtype.byteorder == ">":
             arr = arr.astype(arr.dtype.newbyteorder("<"))
@@ -271,7 +226,7 @@ class Writer:
             arr.shape, arr.dtype.itemsize, self.chunk_bytes, codec if raw_one_chunk else "auto"
         )
         chunks, shards = tuple(grid["chunks"]), grid.get("shards")
-        tmpl = docs.template(arr.dtype, arr.ndim, codec, shards is not None)
+        tmpl = docs.template(arr.dtype, arr.ndim, codec, shards is not None, min_gain)
         for key, data in encoding.objects(arr, tmpl, chunks, shards):
             self._queue[f"{path}/{key}"] = data
             self._queue_bytes += len(data)

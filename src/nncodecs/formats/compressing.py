@@ -16,6 +16,7 @@ from nncodecs.formats.malloc import use_one_malloc_arena
 from nncodecs.formats.paths import check_container_name, local_output
 from nncodecs.formats.source import KEPT, ORDER, TIED, Progress
 from nncodecs.formats.sources import open_source
+from nncodecs.formats.spliced import GAPS_FILE, keep_gaps_apart
 from nncodecs.outputs import check_output, made_parents
 
 __all__ = ["compress"]
@@ -71,7 +72,11 @@ def compress(
                     progress(min(done, total), total)
             for rel, path in kept:  # (a snapshot's config, tokenizer, ...)
                 w.add_file(rel, file_bytes(path))
-            w.metadata.update(src.metadata())
+            meta = src.metadata()
+            gaps = keep_gaps_apart(meta)  # (a GGUF's vocabulary: an array, not attributes)
+            if gaps is not None:
+                w.add_file(GAPS_FILE, gaps)
+            w.metadata.update(meta)
             if kept:  # (counted: a restore that finds fewer refuses)
                 w.metadata[KEPT] = str(len(kept))
             if tied:

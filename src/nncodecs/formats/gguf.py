@@ -1,7 +1,9 @@
 """GGUF as a :class:`Source` (through the ``gguf`` package), and its byte-identical restore.
 
-Float and integer tensors (BF16 included) come typed; quantized blocks come as their raw
-bytes (uint8) with their GGML type recorded. Every other byte of the file (header,
+Float and integer tensors (BF16 included) come typed; quantized blocks come as their
+bytes split into their fields (:mod:`nncodecs.formats.ggml`: scales apart from quants,
+each coded on its own), their GGML type recorded; a type with no known layout as its raw
+bytes. Every other byte of the file (header,
 key-value metadata, tensor infos, alignment padding) is kept verbatim in the container's
 metadata (:mod:`nncodecs.formats.spliced`, which restores the file).
 """
@@ -10,11 +12,14 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from nncodecs.container.composite import Records
 from nncodecs.dtypes import normalize_dtype
 from nncodecs.errors import CorruptDataError
+from nncodecs.formats.ggml import BLOCK_FIELDS
 from nncodecs.formats.source import FileRows, Source, Tensor
 from nncodecs.formats.spliced import spliced_metadata
 
@@ -58,9 +63,14 @@ class GgufSource(Source):
                     raise CorruptDataError(f"{self.path}: tensor {t.name!r} has a wrong size")
             else:
                 dtype, shape = np.dtype(np.uint8), (size,)
-            out.append(
-                Tensor(t.name, dtype, shape, rows=FileRows(str(self.path), start, dtype, shape))
-            )
+            rows = FileRows(str(self.path), start, dtype, shape)
+            fields = BLOCK_FIELDS.get(kind)
+            if fields is not None and size % _block_bytes(fields):
+                raise CorruptDataError(
+                    f"{self.path}: tensor {t.name!r} is not a whole number of {kind} blocks"
+                )
+            load = None if fields is None else _records(rows, size, fields)
+            out.append(Tensor(t.name, dtype, shape, load=load, rows=rows))
             self.places.append((t.name, start, size, kind))
         return out
 
@@ -72,3 +82,13 @@ class GgufSource(Source):
         meta.update(spliced_metadata(self.path, "gguf", self.places))
         meta["source.tensors"] = tensors
         return meta
+
+
+def _block_bytes(fields: list[tuple[str, str, int]]) -> int:
+    return sum(np.dtype(dtype).itemsize * count for _, dtype, count in fields)
+
+
+def _records(rows: FileRows, size: int, fields: list[tuple[str, str, int]]) -> Any:
+    """A quantized tensor's reader: its bytes with their block's fields (``archive``'s
+    tasks read the ``rows`` instead, and store the bytes whole)."""
+    return lambda: Records(rows(0, size), fields)

@@ -4,8 +4,12 @@ ONNX): the records a container keeps, and the restore from them.
 A format's :class:`Source` lists ``places``: ``(name, offset, bytes, kind)`` of each tensor
 whose bytes lie verbatim in the file; :func:`spliced_metadata` keeps every byte between
 and around them (``source.<format>.gaps``, base64) and the places
-(``source.<format>.ranges``); :func:`restore_spliced` writes them back in turn. The
-file's CRC32C, recorded beside them, is checked on the restored file by the caller.
+(``source.<format>.ranges``). ``compress`` then moves those bytes (a GGUF's vocabulary,
+an ONNX graph) out of the attributes into a hidden array, the kept file
+``nncodecs.gaps``, compressed and checked as a tensor is (:func:`keep_gaps_apart`:
+``source.<format>.gap_sizes`` records each gap's length); ``archive`` leaves them inline.
+:func:`restore_spliced` writes gaps and tensors back in turn. The file's CRC32C,
+recorded beside them, is checked on the restored file by the caller.
 """
 
 from __future__ import annotations
@@ -19,7 +23,10 @@ import numpy as np
 
 from nncodecs.errors import CorruptDataError
 
-__all__ = ["has_places", "restore_spliced", "spliced_metadata"]
+__all__ = ["GAPS_FILE", "has_places", "keep_gaps_apart", "restore_spliced", "spliced_metadata"]
+
+#: The kept file holding a spliced source's bytes outside its tensors, one gap after another.
+GAPS_FILE = "nncodecs.gaps"
 
 Place = tuple[str, int, int, str]  # (tensor name, offset in the file, bytes, kind)
 
@@ -42,6 +49,29 @@ def spliced_metadata(path: Path, fmt: str, places: list[Place]) -> dict[str, str
     }
 
 
+def keep_gaps_apart(meta: dict[str, str]) -> bytes | None:
+    """The gaps of ``meta`` (a source's metadata, changed in place) as one run of bytes
+    for :data:`GAPS_FILE`, their lengths left in its place; ``None`` where it has none."""
+    for key in [k for k in meta if k.startswith("source.") and k.endswith(".gaps")]:
+        gaps = [base64.b64decode(g) for g in json.loads(meta.pop(key))]
+        meta[key.removesuffix(".gaps") + ".gap_sizes"] = json.dumps([len(g) for g in gaps])
+        return b"".join(gaps)
+    return None
+
+
+def _gaps(r: Any, fmt: str) -> list[bytes]:
+    """The kept bytes between and around the tensors: inline, or in :data:`GAPS_FILE`."""
+    if f"source.{fmt}.gaps" in r.metadata:
+        return [base64.b64decode(g) for g in json.loads(r.metadata[f"source.{fmt}.gaps"])]
+    sizes = json.loads(r.metadata[f"source.{fmt}.gap_sizes"])
+    data = r.read_file(GAPS_FILE)
+    if not (isinstance(sizes, list) and all(type(n) is int and n >= 0 for n in sizes)
+            and sum(sizes) == len(data)):  # fmt: skip
+        raise ValueError(f"gap sizes that do not add up to the {len(data)} bytes kept")
+    ends = np.cumsum([0, *sizes]).tolist()
+    return [data[a:b] for a, b in zip(ends[:-1], ends[1:], strict=True)]
+
+
 def has_places(metadata: dict[str, str], fmt: str) -> bool:
     """Whether a container (its ``metadata``) can restore its ``fmt`` source byte for byte."""
     return metadata.get("source.format") == fmt and f"source.{fmt}.ranges" in metadata
@@ -53,7 +83,7 @@ def restore_spliced(r: Any, out: Path, fmt: str) -> None:
     what = fmt.upper()
     try:
         ranges = json.loads(r.metadata[f"source.{fmt}.ranges"])
-        gaps = [base64.b64decode(g) for g in json.loads(r.metadata[f"source.{fmt}.gaps"])]
+        gaps = _gaps(r, fmt)
         if not isinstance(ranges, list) or len(gaps) != len(ranges) + 1:
             raise ValueError("one gap more than tensors expected")
     except (KeyError, ValueError, TypeError) as exc:
