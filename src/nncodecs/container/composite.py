@@ -185,8 +185,7 @@ def _interleave(name: str, parts: dict[str, np.ndarray], attrs: dict) -> np.ndar
         if part is None or part.dtype != dt or part.shape != want:
             found = "none" if part is None else f"{part.dtype} {part.shape}"
             raise CorruptDataError(
-                f"tensor {name!r}: field {field!r} should be {dtype_name(dt)} {want}, "
-                f"found {found}"
+                f"tensor {name!r}: field {field!r} should be {dtype_name(dt)} {want}, found {found}"
             )
         width = dt.itemsize * count
         out[:, at : at + width] = np.ascontiguousarray(part).view(np.uint8).reshape(n, width)

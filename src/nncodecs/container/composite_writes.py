@@ -56,9 +56,7 @@ class CompositeWrites:
         self._check_new(name)
         self._add_composite(name, composite.quantized_parts(name, blocks, scales, scheme), codec)
 
-    def add_records(
-        self, name: str, data: Any, fields: Any, codec: str | None = None
-    ) -> None:
+    def add_records(self, name: str, data: Any, fields: Any, codec: str | None = None) -> None:
         """Store bytes made of fixed-size records (a quantized format's blocks) field by
         field: each field's values of every record form one array of its own dtype, coded
         apart (float scales through the float path, packed quants as bytes).

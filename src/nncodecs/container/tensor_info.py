@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import SimpleNamespace
-from collections.abc import Callable
 from typing import Any
 
 from nncodecs.container import layout

@@ -16,6 +16,7 @@ __all__ = ["BLOCK_FIELDS"]
 _H, _U8, _I8, _U16 = "float16", "uint8", "int8", "uint16"
 
 #: {GGML type name: [(field, dtype, count), ...]} in block order.
+# fmt: off
 BLOCK_FIELDS: dict[str, list[tuple[str, str, int]]] = {
     "Q4_0": [("d", _H, 1), ("qs", _U8, 16)],
     "Q4_1": [("d", _H, 1), ("m", _H, 1), ("qs", _U8, 16)],
@@ -25,8 +26,7 @@ BLOCK_FIELDS: dict[str, list[tuple[str, str, int]]] = {
     "Q2_K": [("scales", _U8, 16), ("qs", _U8, 64), ("d", _H, 1), ("dmin", _H, 1)],
     "Q3_K": [("hmask", _U8, 32), ("qs", _U8, 64), ("scales", _U8, 12), ("d", _H, 1)],
     "Q4_K": [("d", _H, 1), ("dmin", _H, 1), ("scales", _U8, 12), ("qs", _U8, 128)],
-    "Q5_K": [("d", _H, 1), ("dmin", _H, 1), ("scales", _U8, 12), ("qh", _U8, 32),
-             ("qs", _U8, 128)],  # fmt: skip
+    "Q5_K": [("d", _H, 1), ("dmin", _H, 1), ("scales", _U8, 12), ("qh", _U8, 32), ("qs", _U8, 128)],
     "Q6_K": [("ql", _U8, 128), ("qh", _U8, 64), ("scales", _I8, 16), ("d", _H, 1)],
     "Q8_K": [("d", "float32", 1), ("qs", _I8, 256), ("bsums", "int16", 16)],
     "TQ1_0": [("qs", _U8, 48), ("qh", _U8, 4), ("d", _H, 1)],
@@ -40,7 +40,8 @@ BLOCK_FIELDS: dict[str, list[tuple[str, str, int]]] = {
     "IQ2_S": [("d", _H, 1), ("qs", _U8, 64), ("qh", _U8, 8), ("scales", _U8, 8)],
     "IQ3_XXS": [("d", _H, 1), ("qs", _U8, 96)],
     "IQ3_S": [("d", _H, 1), ("qs", _U8, 64), ("qh", _U8, 8), ("signs", _U8, 32),
-              ("scales", _U8, 4)],  # fmt: skip
+              ("scales", _U8, 4)],
     "IQ1_S": [("d", _H, 1), ("qs", _U8, 32), ("qh", _U16, 8)],
     "IQ1_M": [("qs", _U8, 32), ("qh", _U8, 16), ("scales", _U8, 8)],
 }
+# fmt: on

@@ -134,10 +134,10 @@ def decompress(
 
 
 def _check_dense(r: Reader, fmt: str) -> None:
-    """A records tensor (GGML blocks) goes as its bytes; a sparse or quantized tensor (stored as its parts) has no place in a safetensors or
-    npz file: refused by name before any output exists, never densified behind the user's
-    back (a sparse matrix may not fit in memory dense; FP4 blocks dequantized are not
-    the stored values)."""
+    """A records tensor (GGML blocks) goes as its bytes; a sparse or quantized tensor
+    (stored as its parts) has no place in a safetensors or npz file: refused by name
+    before any output exists, never densified behind the user's back (a sparse matrix
+    may not fit in memory dense; FP4 blocks dequantized are not the stored values)."""
     layouts = {name: r.layout(name) for name in r}
     other = {n: kind for n, kind in layouts.items() if kind not in ("dense", "records")}
     if other:

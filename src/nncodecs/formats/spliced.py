@@ -15,6 +15,7 @@ recorded beside them, is checked on the restored file by the caller.
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -69,7 +70,7 @@ def _gaps(r: Any, fmt: str) -> list[bytes]:
             and sum(sizes) == len(data)):  # fmt: skip
         raise ValueError(f"gap sizes that do not add up to the {len(data)} bytes kept")
     ends = np.cumsum([0, *sizes]).tolist()
-    return [data[a:b] for a, b in zip(ends[:-1], ends[1:], strict=True)]
+    return [data[a:b] for a, b in itertools.pairwise(ends)]
 
 
 def has_places(metadata: dict[str, str], fmt: str) -> bool:
