@@ -118,9 +118,22 @@ class Records(NamedTuple):
     data: Any
     fields: Any
 
+    # (elsewhere, as any reader of a model's tensors sees it: its bytes, 1-D uint8)
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        arr = np.asarray(self.data).reshape(-1)
+        return arr if dtype is None else arr.astype(dtype, copy=bool(copy))
+
     @property
     def nbytes(self) -> int:
         return int(np.asarray(self.data).nbytes)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(np.uint8)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return (self.nbytes,)
 
 
 _FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
