@@ -81,10 +81,10 @@ class CompositeWrites:
         self._begin_change()
         node = escape(name)
         self._output.discard(node)  # (only ever a leftover of a writer that died)
-        gain = layout.RECORDS_MIN_GAIN if kind == "records" else None
+        tuning = (("min_gain", layout.RECORDS_MIN_GAIN),) if kind == "records" else ()
         for part, arr in parts.items():
             dims = [f"{node}.{part}.{i}" for i in range(arr.ndim)]
-            self._write_array(f"{node}/{part}", arr, codec, {}, dims, False, gain)
+            self._write_array(f"{node}/{part}", arr, codec, {}, dims, False, tuning)
         attrs = {"name": name, "layout": kind, "complete": True, **extra}
         self._queue_doc(node, docs.group_doc({layout.ATTRS_KEY: attrs}))
         self._names.append(name)

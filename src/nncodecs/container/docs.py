@@ -45,13 +45,11 @@ class Template:
     encode: Any  # a chunk (C-contiguous, little-endian) -> its bytes under its codecs
 
 
-def template(
-    dtype: np.dtype, ndim: int, codec: str, sharded: bool, min_gain: float | None = None
-) -> Template:
+def template(dtype: np.dtype, ndim: int, codec: str, sharded: bool, tuning: tuple = ()) -> Template:
     """The template of arrays of ``dtype``, rank ``ndim``, codec name ``codec``
-    (see :func:`nncodecs.container.layout.codec_settings`) and sharding; ``min_gain``:
-    the weights codec's (its default where ``None``)."""
-    return _template(np.dtype(dtype), int(ndim), codec, bool(sharded), min_gain)
+    (see :func:`nncodecs.container.layout.codec_settings`) and sharding; ``tuning``:
+    the weights codec's settings other than its defaults (``(("min_gain", 0.005),)``)."""
+    return _template(np.dtype(dtype), int(ndim), codec, bool(sharded), tuple(tuning))
 
 
 #: The Zarr v3 names of the data types the weights codec holds (Zarr's own, and
@@ -60,9 +58,7 @@ _DATA_TYPES = {n: n for n in SUPPORTED_DTYPES} | {"float8_e4m3fn": "nncodecs.flo
 
 
 @functools.lru_cache(maxsize=256)
-def _template(
-    dtype: np.dtype, ndim: int, codec: str, sharded: bool, min_gain: float | None
-) -> Template:
+def _template(dtype: np.dtype, ndim: int, codec: str, sharded: bool, tuning: tuple) -> Template:
     if codec not in ("auto", "rans", "huffman"):
         return _zarr_template(dtype, ndim, codec, sharded)
     # The weights codec's arrays, written as Zarr writes them (tests compare the two on
@@ -70,8 +66,7 @@ def _template(
     # second and ~25 MiB of every compress).
     name = dtype_name(dtype)
     kind = "b" if name == "bool" else "i" if "int" in name else "f"
-    gain = {} if min_gain is None else {"min_gain": min_gain}
-    settings = WEIGHTS.check({"coder": codec, "dtype": name, "zstd_level": 3, **gain})
+    settings = WEIGHTS.check({"coder": codec, "dtype": name, "zstd_level": 3, **dict(tuning)})
     weights = {"name": CODEC_ID, "configuration": settings}
     codecs = [weights]
     if sharded:

@@ -203,7 +203,9 @@ class Writer(CompositeWrites):
             self._queue_doc(kept.FILES_NODE, docs.group_doc({}))
         node = f"{kept.FILES_NODE}/{len(self._kept)}"
         arr = np.frombuffer(memoryview(data).cast("B"), np.uint8)
-        self._write_array(node, arr, self.codec, {"file": name}, None, raw_one_chunk=True)
+        # (text, mostly: a GGUF's vocabulary, a tokenizer; zstd's high levels pay there)
+        tuning = layout.KEPT_TUNING if arr.nbytes <= layout.KEPT_TUNED_BYTES else ()
+        self._write_array(node, arr, self.codec, {"file": name}, None, True, tuning)
         self._kept[name] = node
         self._drain()
 
@@ -215,10 +217,10 @@ class Writer(CompositeWrites):
         attrs: dict[str, Any],
         dims: list[str] | None,
         raw_one_chunk: bool,
-        min_gain: float | None = None,
+        tuning: tuple = (),
     ) -> None:
-        """Queue an array's objects (encoded now), then its document (``min_gain``: the
-        weights codec's, its default where ``None``)."""
+        """Queue an array's objects (encoded now), then its document (``tuning``: the
+        weights codec's settings other than its defaults, see ``docs.template``)."""
         arr = np.asarray(arr, order="C")  # (ascontiguousarray makes 0-d 1-d)
         if arr.dtype.byteorder == ">":
             arr = arr.astype(arr.dtype.newbyteorder("<"))
@@ -226,7 +228,7 @@ class Writer(CompositeWrites):
             arr.shape, arr.dtype.itemsize, self.chunk_bytes, codec if raw_one_chunk else "auto"
         )
         chunks, shards = tuple(grid["chunks"]), grid.get("shards")
-        tmpl = docs.template(arr.dtype, arr.ndim, codec, shards is not None, min_gain)
+        tmpl = docs.template(arr.dtype, arr.ndim, codec, shards is not None, tuning)
         for key, data in encoding.objects(arr, tmpl, chunks, shards):
             self._queue[f"{path}/{key}"] = data
             self._queue_bytes += len(data)
