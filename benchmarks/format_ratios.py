@@ -35,14 +35,13 @@ import hashlib
 import json
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from nncodecs import Reader
 from nncodecs.codecs.planes import split_array
 from nncodecs.container.composite import records_parts
-from nncodecs.datasets import minilm_path, minilm_weights
+from nncodecs.datasets import export_minilm_onnx, minilm_path, minilm_weights
 from nncodecs.dtypes import dtype_name
 from nncodecs.formats import compress, decompress
 from nncodecs.formats.ggml import BLOCK_FIELDS
@@ -176,31 +175,13 @@ def make_files(work: Path) -> list[tuple[str, str, Path, float]]:
     rows.append(("torch zip", "float32", path, 1.0))
     path = work / "minilm.onnx"
     if not path.exists():
-        export_onnx(path)
+        export_minilm_onnx(path)
     rows.append(("onnx", "float32", path, 1.0))
     for kind in GGUF_TYPES:
         path = work / f"minilm-{kind}.gguf"
         share = write_gguf(path, f32, kind)
         rows.append(("gguf", kind, path, share))
     return rows
-
-
-def export_onnx(path: Path) -> None:
-    import torch
-    import transformers
-
-    model = transformers.AutoModel.from_pretrained(minilm_path().parent, local_files_only=True)
-
-    class Hidden(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.m = model.eval()
-
-        def forward(self, ids: Any, mask: Any) -> Any:
-            return self.m(input_ids=ids, attention_mask=mask).last_hidden_state
-
-    ids = torch.ones((1, 8), dtype=torch.long)
-    torch.onnx.export(Hidden(), (ids, torch.ones_like(ids)), str(path), dynamo=False)
 
 
 def main() -> None:

@@ -14,7 +14,7 @@ import numpy as np
 from nncodecs.dtypes import normalize_dtype
 from nncodecs.formats.safetensors import read_safetensors
 
-__all__ = ["minilm_path", "minilm_weights"]
+__all__ = ["export_minilm_onnx", "minilm_path", "minilm_weights"]
 
 
 def minilm_path() -> Path:
@@ -41,3 +41,26 @@ def minilm_weights(dtype: str = "float32") -> dict[str, np.ndarray]:
     for name, arr in read_safetensors(minilm_path()).items():
         out[name] = arr.astype(target) if arr.dtype.kind == "f" else arr
     return out
+
+
+def export_minilm_onnx(path: str | Path, folding: bool = True) -> None:
+    """all-MiniLM-L6-v2 exported to ONNX at ``path`` (inputs ``ids`` and ``mask``, output
+    the last hidden state) with torch's TorchScript exporter (``dynamo=False``; the
+    default path needs onnxscript); ``folding``: constant folding. Needs torch,
+    transformers and onnx."""
+    import torch
+    import transformers
+
+    model = transformers.AutoModel.from_pretrained(minilm_path().parent, local_files_only=True)
+
+    class Hidden(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.m = model.eval()
+
+        def forward(self, ids: object, mask: object) -> object:
+            return self.m(input_ids=ids, attention_mask=mask).last_hidden_state
+
+    ids = torch.ones((1, 8), dtype=torch.long)
+    torch.onnx.export(Hidden(), (ids, torch.ones_like(ids)), str(path), dynamo=False,
+                      do_constant_folding=folding)  # fmt: skip
