@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -69,6 +70,13 @@ def test_every_block_layout_has_ggml_s_size() -> None:
     assert set(WRITABLE + READ_ONLY) <= set(BLOCK_FIELDS)
 
 
+def interleave(parts: dict[str, np.ndarray], kind: str) -> np.ndarray:
+    """Bytes of blocks from their fields' arrays, put together here (not by nncodecs)."""
+    columns = [np.ascontiguousarray(parts[f]).view(np.uint8).reshape(len(parts[f]), -1)
+               for f, _, _ in BLOCK_FIELDS[kind]]  # fmt: skip
+    return np.concatenate(columns, axis=1).reshape(-1)
+
+
 def _blocks(kind: str, rows: int, cols: int, seed: int) -> np.ndarray:
     """Blocks of ``kind`` built to its layout: random quants, float16 scales of a real
     model's size (never inf or NaN), offsets zero."""
@@ -78,12 +86,12 @@ def _blocks(kind: str, rows: int, cols: int, seed: int) -> np.ndarray:
     block, size = GGML_QUANT_SIZES[gguf.GGMLQuantizationType[kind]]
     rng = np.random.default_rng(seed)
     raw = rng.integers(0, 256, (rows * cols // block) * size, dtype=np.uint8)
-    _, parts, extra = records_parts("x", raw, BLOCK_FIELDS[kind])
+    _, parts, _ = records_parts("x", raw, BLOCK_FIELDS[kind])
     for field, part in parts.items():
         if part.dtype == np.float16:
             scales = rng.uniform(0.001, 0.05, part.shape).astype(np.float16)
             part[...] = 0 if field in OFFSETS else scales
-    return assemble("x", "records", parts, extra, "numpy").reshape(rows, -1)
+    return interleave(parts, kind).reshape(rows, -1)
 
 
 # (IQ1_M has no block scale of its own: its scale's bits are spread over ``scales``)
@@ -100,18 +108,19 @@ def test_the_scale_field_is_the_block_s_scale(kind: str) -> None:
     else:
         blocks = _blocks(kind, 4, 512, 1)
     _, parts, extra = records_parts("w", blocks.reshape(-1), BLOCK_FIELDS[kind])
+    assert np.array_equal(assemble("w", "records", parts, extra, "numpy"), blocks.reshape(-1))
     for field in OFFSETS:
         if field in parts:
             parts[field][...] = 0
     field = SCALE.get(kind, "d")
-    base = assemble("w", "records", parts, extra, "numpy")
+    base = interleave(parts, kind)
     if kind == "MXFP4":
         parts["e"][...] = np.minimum(parts["e"], 200)
-        base = assemble("w", "records", parts, extra, "numpy")
+        base = interleave(parts, kind)
         parts["e"] += 1
     else:
         parts[field][...] = parts[field] * 2
-    doubled = assemble("w", "records", parts, extra, "numpy")
+    doubled = interleave(parts, kind)
     qtype = gguf.GGMLQuantizationType[kind]
     before = gguf.quants.dequantize(base.reshape(4, -1), qtype)
     after = gguf.quants.dequantize(doubled.reshape(4, -1), qtype)
@@ -153,7 +162,7 @@ def test_every_type_comes_back_byte_identical_through_the_cli(
             fields = c._entries[name].attrs["fields"]
             assert [f[0] for f in fields] == [f for f, _, _ in BLOCK_FIELDS[kind]]
         assert c.layout("BF16.weight") == "dense" and c.info("BF16.weight").dtype == "bfloat16"
-        assert c.files() == [GAPS_FILE]  # (header, vocabulary: an array, not attributes)
+        assert not c.files() and c.files(hidden=True) == [GAPS_FILE]  # (an array, hidden)
         assert "source.gguf.gaps" not in c.metadata
         sizes = json.loads(c.metadata["source.gguf.gap_sizes"])
         assert sum(sizes) == len(c.read_file(GAPS_FILE)) > 500 * 4
@@ -207,13 +216,27 @@ def test_records_layout_checks_what_it_is_given_and_what_it_reads(tmp_path: Path
     from safetensors.numpy import load_file
 
     assert np.array_equal(load_file(str(tmp_path / "m.safetensors"))["a"], data)
-    # a forged field record is refused by name, never a wrong byte
+    with Writer(tmp_path / "x.zarr") as w, pytest.raises(ValueError, match="big-endian"):
+        w.add_records("a", data, [("d", ">f2", 1), ("qs", "uint8", 4)])
+    # forged records are refused by name, never a wrong byte (fields in another order,
+    # parts swapped: the CRC32C of the bytes put back; a huge or odd shape: before memory)
     root = tmp_path / "m.zarr" / "zarr.json"
-    doc = json.loads(root.read_text())
-    doc["consolidated_metadata"]["metadata"]["a"]["attributes"]["nncodecs"]["fields"][1][2] = 5
-    root.write_text(json.dumps(doc))
-    with Reader(tmp_path / "m.zarr") as r, pytest.raises(CorruptDataError, match="'a'"):
-        r.read_tensor("a")
+    good = root.read_text()
+
+    def forged(change: Any, match: str, call: str = "read_tensor") -> None:
+        doc = json.loads(good)
+        change(doc["consolidated_metadata"]["metadata"]["a"]["attributes"]["nncodecs"])
+        root.write_text(json.dumps(doc))
+        with Reader(tmp_path / "m.zarr") as r, pytest.raises(CorruptDataError, match=match):
+            getattr(r, call)("a")
+
+    forged(lambda a: a["fields"][1].__setitem__(2, 5), "'a'")
+    forged(lambda a: a["fields"].reverse(), "'a'")
+    forged(lambda a: a["fields"].__setitem__(0, ["qs", "uint8", 2]), "'a'")
+    forged(lambda a: a.__setitem__("shape", [18 << 40]), "field 'd' should be")
+    forged(lambda a: a.__setitem__("shape", 60), "shape 60 is damaged", "info")
+    forged(lambda a: a.__setitem__("shape", "60"), "shape '60' is damaged", "info")
+    forged(lambda a: a.pop("crc32c"), "differ from those written")
 
 
 def test_a_gguf_with_its_gaps_inline_still_restores(real_weights: dict, tmp_path: Path) -> None:
@@ -238,3 +261,31 @@ def test_a_gguf_with_its_gaps_inline_still_restores(real_weights: dict, tmp_path
     with pytest.raises(CorruptDataError, match="GGUF records are damaged"):
         decompress(tmp_path / "c.zarr", tmp_path / "c.gguf")
     assert not (tmp_path / "c.gguf").exists()
+
+
+def test_hidden_files_are_nncodecs_own_and_merge_keeps_them_with_their_records(
+    tmp_path: Path,
+) -> None:
+    """A user cannot add a file under .nncodecs/; merging one spliced container keeps its
+    bytes (it still restores), two of them drop both (their records differ), even where
+    their gap sizes agree."""
+    gguf = optional_import("gguf")
+    rng = np.random.default_rng(5)
+    with Writer(tmp_path / "u.zarr") as w, pytest.raises(ValueError, match="nncodecs' own"):
+        w.add_file(".nncodecs/source-gaps", b"x")
+    paths = []
+    for name in ("wa", "wb"):  # (same layout: the same gap sizes, other bytes)
+        q = gguf.quants.quantize(rng.standard_normal((2, 64)).astype(np.float32),
+                                 gguf.GGMLQuantizationType.Q8_0)  # fmt: skip
+        paths.append(write_gguf(tmp_path / f"{name}.gguf", {name: (q, "Q8_0")}))
+        assert cli("compress", f"{name}.gguf", "-q", cwd=tmp_path).returncode == 0
+    r = cli("merge", "wa.gguf.zarr.zip", "-o", "one.zarr.zip", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    r = cli("decompress", "one.zarr.zip", "-o", "one.gguf", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert sha(tmp_path / "one.gguf") == sha(paths[0])
+    r = cli("merge", "wa.gguf.zarr.zip", "wb.gguf.zarr.zip", "-o", "ab.zarr.zip", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    with Reader(tmp_path / "ab.zarr.zip") as ab:
+        assert sorted(ab.keys()) == ["wa", "wb"] and not ab.files(hidden=True)
+        ab.verify()

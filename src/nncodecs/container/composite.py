@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from nncodecs import _core
 from nncodecs.container.arrays import convert, to_host_array
 from nncodecs.dtypes import dtype_name, normalize_dtype
 from nncodecs.errors import CorruptDataError
@@ -121,7 +122,7 @@ class Records(NamedTuple):
     # (elsewhere, as any reader of a model's tensors sees it: its bytes, 1-D uint8)
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         arr = np.asarray(self.data).reshape(-1)
-        return arr if dtype is None else arr.astype(dtype, copy=bool(copy))
+        return np.array(arr, dtype=dtype, copy=True) if copy else np.asarray(arr, dtype=dtype)
 
     @property
     def nbytes(self) -> int:
@@ -147,6 +148,8 @@ def _fields(fields: Any, error: type[Exception]) -> list[tuple[str, np.dtype, in
         for field, dtype, count in fields:
             dt = normalize_dtype(dtype)
             dtype_name(dt)
+            if dt.byteorder == ">":
+                raise ValueError(f"field {field!r}: {dt} is big-endian (records are little-endian)")
             if not (isinstance(field, str) and _FIELD.fullmatch(field)):
                 raise ValueError(f"field name {field!r} (letters, digits, _)")
             if type(count) is not int or not 1 <= count <= 1 << 20:
@@ -179,7 +182,8 @@ def records_parts(name: str, data: Any, fields: Any) -> Parts:
         parts[field] = part.reshape(-1, count) if count > 1 else part.reshape(-1)
         at += width
     info = [[f, dtype_name(dt), c] for f, dt, c in checked]
-    return "records", parts, {"fields": info, "shape": [int(data.size)]}
+    crc = int(_core.crc32c(np.ascontiguousarray(data).reshape(-1)))  # (fields put back right)
+    return "records", parts, {"fields": info, "shape": [int(data.size)], "crc32c": crc}
 
 
 def _interleave(name: str, parts: dict[str, np.ndarray], attrs: dict) -> np.ndarray:
@@ -191,8 +195,7 @@ def _interleave(name: str, parts: dict[str, np.ndarray], attrs: dict) -> np.ndar
             and shape[0] >= 0 and shape[0] % record == 0):  # fmt: skip
         raise CorruptDataError(f"tensor {name!r}: its records' size {shape!r} is damaged")
     n = shape[0] // record
-    out, at = np.empty((n, record), np.uint8), 0
-    for field, dt, count in checked:
+    for field, dt, count in checked:  # (every part checked before memory is taken)
         part = parts.get(field)
         want = (n, count) if count > 1 else (n,)
         if part is None or part.dtype != dt or part.shape != want:
@@ -200,11 +203,20 @@ def _interleave(name: str, parts: dict[str, np.ndarray], attrs: dict) -> np.ndar
             raise CorruptDataError(
                 f"tensor {name!r}: field {field!r} should be {dtype_name(dt)} {want}, found {found}"
             )
-        width = dt.itemsize * count
-        out[:, at : at + width] = np.ascontiguousarray(part).view(np.uint8).reshape(n, width)
-        at += width
     if set(parts) != {f for f, _, _ in checked}:
         raise CorruptDataError(f"tensor {name!r}: parts {sorted(parts)} are not its fields")
+    out, at = np.empty((n, record), np.uint8), 0
+    for field, dt, count in checked:
+        width = dt.itemsize * count
+        out[:, at : at + width] = (
+            np.ascontiguousarray(parts[field]).view(np.uint8).reshape(n, width)
+        )
+        at += width
+    if int(_core.crc32c(out.reshape(-1))) != attrs.get("crc32c"):
+        raise CorruptDataError(
+            f"tensor {name!r}: its bytes put back from their fields differ from those written "
+            "(crc32c)"
+        )
     return out.reshape(-1)
 
 

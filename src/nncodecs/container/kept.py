@@ -8,6 +8,8 @@ the name escaping escapes), encoded and checked as a tensor is, with the attribu
 (``"files": {name: node}``), in the order they were added; a name is a relative path
 with ``/`` between its parts (no empty, ``.`` or ``..`` part, no backslash, no NUL).
 A Reader lists them apart from the tensors: ``Reader.files()``, ``Reader.read_file``.
+Those under ``.nncodecs/`` (:data:`HIDDEN`) are nncodecs' own records, listed only on
+request.
 """
 
 from __future__ import annotations
@@ -19,9 +21,13 @@ from typing import Any
 from nncodecs.container import zarr_docs
 from nncodecs.errors import CorruptDataError
 
-__all__ = ["FILES_NODE", "check_file_name", "clashes", "kept_entries", "kept_key"]
+__all__ = ["FILES_NODE", "HIDDEN", "check_file_name", "clashes", "kept_entries", "kept_key"]
 
 FILES_NODE = "_files"
+#: Kept files under this folder are nncodecs' own (a source's bytes around its tensors:
+#: ``Writer.add_hidden_file``), not the source's: ``Reader.files()`` lists them only when
+#: asked, and ``Writer.add_file`` refuses the name.
+HIDDEN = ".nncodecs/"
 _NODE = re.compile(r"_files/[0-9]{1,9}")
 
 

@@ -54,13 +54,13 @@ def merge(
                         if type(exc) not in (ValueError, TypeError) or where in str(exc):
                             raise
                         raise type(exc)(f"{where}: {exc}") from None
-                for file in [f for f in r.files() if f not in drop_files]:  # once each
+                for file in [f for f in r.files(hidden=True) if f not in drop_files]:
                     data = r.read_tensor(kept_key(file), check=True)  # type: ignore[arg-type]
                     digest = hashlib.sha256(data).digest()  # (not the bytes: memory stays flat)
                     if file in kept and kept[file] != digest:
                         raise ValueError(f"{where}: kept file {file!r} differs between them")
                     if file not in kept:
-                        w.add_file(file, data)
+                        w._keep(file, data)  # (hidden ones too: a source's records)
                         kept[file] = digest
                     del data
 

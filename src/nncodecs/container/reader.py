@@ -18,7 +18,7 @@ from nncodecs.container.declared import Declared, declared
 from nncodecs.container.decoding import read_on_device, read_weights, weights_pieces
 from nncodecs.container.files import Strict, local_target, open_local
 from nncodecs.container.gcpause import collector_paused
-from nncodecs.container.kept import kept_key
+from nncodecs.container.kept import HIDDEN, kept_key
 from nncodecs.container.tensor_info import TensorInfo, info_from_doc, info_from_node
 from nncodecs.errors import CorruptDataError
 from nncodecs.frame import set_threads
@@ -322,7 +322,8 @@ class Reader:
         for part, arr in self._entries[name].node.arrays():
             parts[part] = self._read_array(name, arr)
             self._check_crc(name, arr, parts[part], part)
-        return assemble(name, kind, parts, self._entries[name].attrs, to)
+        with self._as_corrupt(name):  # (a forged record: named, with the container)
+            return assemble(name, kind, parts, self._entries[name].attrs, to)
 
     def _memory_map(self, name: str) -> np.ndarray | None:
         """A read-only map of a raw, one-chunk tensor's bytes, where the store allows."""
@@ -351,12 +352,14 @@ class Reader:
         """
         for name in self._order:
             self.read_tensor(name, check=True)
-        for file in self.files():
+        for file in self.files(hidden=True):
             self.read_tensor(kept_key(file), check=True)  # type: ignore[arg-type]
 
-    def files(self) -> list[str]:
-        """The names of the files kept beside the tensors (``Writer.add_file``), in order."""
-        return [k[1] for k in self._entries if not isinstance(k, str)]
+    def files(self, hidden: bool = False) -> list[str]:
+        """The names of the files kept beside the tensors (``Writer.add_file``), in order;
+        ``hidden``: nncodecs' own under ``.nncodecs/`` too (``Writer.add_hidden_file``)."""
+        names = [k[1] for k in self._entries if not isinstance(k, str)]
+        return names if hidden else [n for n in names if not n.startswith(HIDDEN)]
 
     def read_file(self, name: str) -> bytes:
         """A kept file's bytes, checked as ``read_tensor(..., check=True)`` checks."""

@@ -70,7 +70,9 @@ def info_from_node(
         if not parts:
             raise CorruptDataError(f"tensor {name!r}: its {kind} group holds no arrays")
         main = parts.get("data", parts.get("blocks", next(iter(parts.values()))))
-        shape = attrs.get("shape", main.shape)
+        shape = attrs.get("shape", list(main.shape))
+        if not (isinstance(shape, list) and all(type(d) is int and d >= 0 for d in shape)):
+            raise CorruptDataError(f"tensor {name!r}: its recorded shape {shape!r} is damaged")
     return TensorInfo(
         name=name,
         dtype="uint8" if kind == "records" else dtype_name(main.dtype),

@@ -195,6 +195,19 @@ class Writer(CompositeWrites):
     def add_file(self, name: str, data: Any) -> None:
         """Keep a file's bytes (``data``, bytes-like) beside the tensors under ``name``, a
         relative path: a model's config or tokenizer, for ``Reader.read_file``."""
+        if name.startswith(kept.HIDDEN) if isinstance(name, str) else False:
+            raise ValueError(f"kept file {name!r}: names under {kept.HIDDEN} are nncodecs' own")
+        self._keep(name, data)
+
+    def add_hidden_file(self, name: str, data: Any) -> None:
+        """Keep bytes nncodecs itself needs (a source file's bytes around its tensors) as
+        the kept file ``name``, under ``.nncodecs/``: read by ``Reader.read_file``, listed
+        by ``Reader.files(hidden=True)`` only."""
+        if not (isinstance(name, str) and name.startswith(kept.HIDDEN)):
+            raise ValueError(f"a hidden file's name starts with {kept.HIDDEN}, got {name!r}")
+        self._keep(name, data)
+
+    def _keep(self, name: str, data: Any) -> None:
         self._check_open()
         if kept.check_file_name(name) in self._kept or kept.clashes(name, self._kept):
             raise ValueError(f"kept file {name!r}: already in the container, or as a directory")

@@ -75,7 +75,7 @@ def compress(
             meta = src.metadata()
             gaps = keep_gaps_apart(meta)  # (a GGUF's vocabulary: an array, not attributes)
             if gaps is not None:
-                w.add_file(GAPS_FILE, gaps)
+                w.add_hidden_file(GAPS_FILE, gaps)
             w.metadata.update(meta)
             if kept:  # (counted: a restore that finds fewer refuses)
                 w.metadata[KEPT] = str(len(kept))

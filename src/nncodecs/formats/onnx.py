@@ -6,10 +6,11 @@ values, such a dtype in typed fields) refuses the whole model, by name. External
 files are read only where they lie inside the model's directory, and only when a tensor
 is read.
 
-A model without external data comes back byte for byte (``decompress`` to ``.onnx``):
-each tensor whose ``raw_data`` lies in the file (found by
-:mod:`nncodecs.formats.onnx_wire`) is read from there and put back there; every other
-byte (the graph, typed-field tensors) is kept verbatim (:mod:`nncodecs.formats.spliced`).
+A model comes back byte for byte (``decompress`` to ``.onnx``): each tensor whose
+``raw_data`` lies in the file (found by :mod:`nncodecs.formats.onnx_wire`) is read from
+there and put back there; every other byte (the graph, typed-field tensors) is kept
+verbatim (:mod:`nncodecs.formats.spliced`); the external data files alike, written
+beside the model (:mod:`nncodecs.formats.onnx_external`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import numpy as np
 
 from nncodecs.dtypes import dtype_name
 from nncodecs.errors import CorruptDataError
+from nncodecs.formats.onnx_external import EXTERNAL, external_records
 from nncodecs.formats.onnx_wire import raw_data_spans
 from nncodecs.formats.paths import inside
 from nncodecs.formats.source import FileRows, Source, Tensor
@@ -44,6 +46,9 @@ class OnnxSource(Source):
         self.model: Any = None  # the parsed ModelProto, external data loaded on first read
         self._external_loaded = False
         self.places: list[Place] | None = None  # None: not restorable byte for byte
+        # each external tensor's (location, offset, length or None); their places by file
+        self._external: dict[str, tuple[str, int, int | None]] = {}
+        self.external_places: dict[str, list[Place]] = {}
 
     def _list(self) -> list[Tensor]:
         path = self.path
@@ -61,10 +66,8 @@ class OnnxSource(Source):
         except Exception as exc:  # protobuf's errors for a file that is not ONNX
             raise CorruptDataError(f"{path}: not a readable ONNX model ({exc})") from None
         base = path.parent
-        external = False
         for tensor in external_data_helper._get_all_tensors(self.model):
             if external_data_helper.uses_external_data(tensor):
-                external = True
                 info = {e.key: e.value for e in tensor.external_data}
                 location = info.get("location", "")
                 parts = Path(location).parts
@@ -78,8 +81,8 @@ class OnnxSource(Source):
         if len({e[0] for e in entries}) != len(entries):
             twice = next(n for n, c in Counter(e[0] for e in entries).items() if c > 1)
             raise CorruptDataError(f"{path}: two tensors named {twice!r}")
-        spans = None if external else self._spans()
-        self.inexact = "has tensors in external data files" if external else None
+        spans = self._spans()
+        self.inexact = None
         if spans is not None and len(spans) != len(entries):
             spans = None  # (a layout the walk does not follow: restored as safetensors)
             self.inexact = "has a layout nncodecs does not follow (a graph given twice?)"
@@ -92,8 +95,25 @@ class OnnxSource(Source):
                 # read from the file where the model holds it, put back there on restore
                 t = Tensor(name, dtype, shape, rows=FileRows(str(path), span[0], dtype, shape))
                 self.places.append((name, span[0], span[1], dtype_name(dtype)))
+            elif name in self._external:
+                t = self._external_tensor(t)
             out.append(t)
         return out
+
+    def _external_tensor(self, t: Tensor) -> Tensor:
+        """A tensor in an external file: read from there by byte range, and put back there
+        on restore, where its bytes are exactly its values."""
+        location, offset, length = self._external[t.name]
+        file = self.path.parent / location
+        size = file.stat().st_size if file.is_file() else -1
+        length = size - offset if length is None else length
+        if length != t.nbytes or offset < 0 or offset + length > size:
+            self.inexact = f"has an external tensor ({t.name!r}) whose bytes are not its values"
+            return t
+        self.external_places.setdefault(location, []).append(
+            (t.name, offset, length, dtype_name(t.dtype))
+        )
+        return Tensor(t.name, t.dtype, t.shape, rows=FileRows(str(file), offset, t.dtype, t.shape))
 
     def _spans(self) -> list[tuple[int, int] | None] | None:
         if self.size == 0:
@@ -102,15 +122,22 @@ class OnnxSource(Source):
         return raw_data_spans(memoryview(raw), str(self.path))
 
     def metadata(self) -> dict[str, str]:
-        """Besides the CRC32C: where each tensor's bytes lie in the file, and every other
-        byte, so that the model comes back byte for byte (not for external data)."""
+        """Besides the CRC32C: where each tensor's bytes lie in the file and in its
+        external data files, and every other byte, so that the model comes back byte for
+        byte."""
         meta = super().metadata()
         self.tensors()
-        if self.places is not None:
+        if self.places is not None and not self.inexact:
             tensors = meta.pop("source.tensors")
-            meta.update(spliced_metadata(self.path, "onnx", self.places))
+            try:
+                meta.update(spliced_metadata(self.path, "onnx", self.places))
+                if self.external_places:
+                    meta[EXTERNAL] = external_records(self.path.parent, self.external_places)
+            except CorruptDataError:  # (external tensors that share bytes: not restorable)
+                self.inexact = "has external tensors that share bytes"
+                meta = {k: v for k, v in meta.items() if not k.startswith("source.onnx.")}
             meta["source.tensors"] = tensors
-        elif self.inexact:
+        if self.inexact:
             meta["source.onnx.inexact"] = self.inexact
         return meta
 
@@ -148,6 +175,16 @@ class OnnxSource(Source):
                     f"{self.path}: tensor {name!r}: {len(tensor.raw_data)} bytes of raw data "
                     f"for {want} ({np.dtype(dtype)} {list(shape)})"
                 )
+
+        if tensor.external_data:
+            info = {e.key: e.value for e in tensor.external_data}
+            try:
+                length = int(info["length"]) if "length" in info else None
+                self._external[name] = (info["location"], int(info.get("offset", 0)), length)
+            except (KeyError, ValueError):
+                raise CorruptDataError(
+                    f"{self.path}: tensor {name!r}: external data {info}"
+                ) from None
 
         def load() -> np.ndarray:
             self._load_external()

@@ -6,8 +6,9 @@ whose bytes lie verbatim in the file; :func:`spliced_metadata` keeps every byte 
 and around them (``source.<format>.gaps``, base64) and the places
 (``source.<format>.ranges``). ``compress`` then moves those bytes (a GGUF's vocabulary,
 an ONNX graph) out of the attributes into a hidden array, the kept file
-``nncodecs.gaps``, compressed and checked as a tensor is (:func:`keep_gaps_apart`:
-``source.<format>.gap_sizes`` records each gap's length); ``archive`` leaves them inline.
+``.nncodecs/source-gaps`` (``Writer.add_hidden_file``), compressed and checked as a
+tensor is (:func:`keep_gaps_apart`: ``source.<format>.gap_sizes`` records each gap's
+length); ``archive`` leaves them inline.
 :func:`restore_spliced` writes gaps and tensors back in turn. The file's CRC32C,
 recorded beside them, is checked on the restored file by the caller.
 """
@@ -24,10 +25,17 @@ import numpy as np
 
 from nncodecs.errors import CorruptDataError
 
-__all__ = ["GAPS_FILE", "has_places", "keep_gaps_apart", "restore_spliced", "spliced_metadata"]
+__all__ = [
+    "GAPS_FILE",
+    "has_places",
+    "keep_gaps_apart",
+    "restore_spliced",
+    "splice",
+    "spliced_metadata",
+]
 
 #: The kept file holding a spliced source's bytes outside its tensors, one gap after another.
-GAPS_FILE = "nncodecs.gaps"
+GAPS_FILE = ".nncodecs/source-gaps"
 
 Place = tuple[str, int, int, str]  # (tensor name, offset in the file, bytes, kind)
 
@@ -85,10 +93,17 @@ def restore_spliced(r: Any, out: Path, fmt: str) -> None:
     try:
         ranges = json.loads(r.metadata[f"source.{fmt}.ranges"])
         gaps = _gaps(r, fmt)
-        if not isinstance(ranges, list) or len(gaps) != len(ranges) + 1:
-            raise ValueError("one gap more than tensors expected")
     except (KeyError, ValueError, TypeError) as exc:
         raise CorruptDataError(f"the container's {what} records are damaged ({exc})") from None
+    splice(r, out, ranges, gaps, what)
+
+
+def splice(r: Any, out: Path, ranges: Any, gaps: list[bytes], what: str) -> None:
+    """Write ``out``: each gap, then the next tensor of ``ranges`` (checked: at its
+    recorded offset and size, a tensor of the container ``r``), the last gap after them."""
+    if not isinstance(ranges, list) or len(gaps) != len(ranges) + 1:
+        raise CorruptDataError(f"the container's {what} records are damaged (one gap more "
+                               "than tensors expected)")  # fmt: skip
     with out.open("wb") as f:
         for gap, item in zip(gaps, ranges, strict=False):
             if not (
@@ -98,6 +113,8 @@ def restore_spliced(r: Any, out: Path, fmt: str) -> None:
                 raise CorruptDataError(f"the container's {what} record {item!r} is damaged")
             name, start, size, _ = item
             f.write(gap)
+            if r.layout(name) not in ("dense", "records"):
+                raise CorruptDataError(f"tensor {name!r} is {r.layout(name)}, not a file's bytes")
             if f.tell() != start or r.info(name).nbytes != size:
                 raise CorruptDataError(f"tensor {name!r} does not fit its place in the {what} file")
             f.write(np.asarray(r.read_tensor(name, check=True)).tobytes())
