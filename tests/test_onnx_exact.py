@@ -159,24 +159,94 @@ def test_every_raw_data_span_is_where_onnx_reads_it(tmp_path: Path) -> None:
     assert rest[4] is not None and rest[5] is not None
 
 
-def test_external_data_compresses_and_is_refused_as_onnx_by_name(tmp_path: Path) -> None:
-    onnx = optional_import("onnx")
+def external_model(onnx: Any, path: Path, one_file: bool) -> list[Path]:
+    """A model whose larger initializers (f32, f16, bf16, int8) lie in external data, the
+    small ones inline; returns the data files."""
     from onnx import TensorProto, helper, numpy_helper
 
-    w = numpy_helper.from_array(np.ones((64, 64), np.float32), "w")
+    rng = np.random.default_rng(7)
+    inits = [numpy_helper.from_array(rng.standard_normal((64, 48)).astype(np.float32), "w"),
+             numpy_helper.from_array(rng.standard_normal((3,)).astype(np.float32), "small"),
+             numpy_helper.from_array(rng.standard_normal((40, 40)).astype(np.float16), "h"),
+             numpy_helper.from_array(rng.integers(-9, 9, (300,)).astype(np.int8), "q")]  # fmt: skip
+    bf = rng.standard_normal(500).astype(np.float32).view(np.uint32) >> 16
+    inits.append(helper.make_tensor("b", TensorProto.BFLOAT16, [500],
+                                    bf.astype(np.uint16).tobytes(), raw=True))  # fmt: skip
     graph = helper.make_graph(
         [helper.make_node("MatMul", ["x", "w"], ["y"])], "g",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64])], initializer=[w],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 48])], initializer=inits,
     )  # fmt: skip
-    onnx.save(helper.make_model(graph), tmp_path / "e.onnx", save_as_external_data=True,
-              all_tensors_to_one_file=True, location="e.data", size_threshold=0)  # fmt: skip
-    assert run("compress", "e.onnx", "-q", cwd=tmp_path).returncode == 0
-    r = run("decompress", "e.onnx.zarr.zip", "-o", "back.onnx", cwd=tmp_path)
-    assert r.returncode == 1 and "without external data" in r.stderr, r.stderr
-    assert not (tmp_path / "back.onnx").exists()
-    r = run("decompress", "e.onnx.zarr.zip", cwd=tmp_path)  # default: safetensors
-    assert r.returncode == 0 and "e.safetensors" in r.stdout, (r.stdout, r.stderr)
+    onnx.save(helper.make_model(graph), path, save_as_external_data=True,
+              all_tensors_to_one_file=one_file, location=f"{path.name}.data",
+              size_threshold=256)  # fmt: skip
+    files = sorted(p for p in path.parent.iterdir() if p != path and not p.name.endswith(".zip"))
+    assert files, "no external data written"
+    return files
+
+
+@pytest.mark.parametrize("one_file", [True, False], ids=["one-file", "file-per-tensor"])
+def test_external_data_comes_back_byte_identical(tmp_path: Path, one_file: bool) -> None:
+    """The model and every external data file come back sha256-identical beside the
+    output, each tensor stored typed and read from its external file."""
+    onnx = optional_import("onnx")
+    src = tmp_path / "src"
+    src.mkdir()
+    files = external_model(onnx, src / "e.onnx", one_file)
+    assert run("compress", "e.onnx", "-q", cwd=src).returncode == 0
+    with Reader(src / "e.onnx.zarr.zip") as r:
+        assert {"w", "h", "q", "b", "small"} <= set(r.keys())
+        assert r.info("h").dtype == "float16" and r.info("b").dtype == "bfloat16"
+    out = tmp_path / "out"
+    r = run("decompress", str(src / "e.onnx.zarr.zip"), "-o", str(out / "e.onnx"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert sha(out / "e.onnx") == sha(src / "e.onnx")
+    for f in files:
+        assert sha(out / f.name) == sha(f), f.name
+    loaded = onnx.load(str(out / "e.onnx"))  # (and onnx reads it, data and all)
+    assert len(loaded.graph.initializer) == 5
+    # a data file already there is refused (nothing written, the file untouched), unless -f
+    (out / "e.onnx").unlink()
+    (out / files[0].name).write_bytes(b"mine")
+    r = run("decompress", str(src / "e.onnx.zarr.zip"), "-o", str(out / "e.onnx"), cwd=tmp_path)
+    assert r.returncode != 0 and files[0].name in r.stderr, r.stderr
+    assert not (out / "e.onnx").exists() and (out / files[0].name).read_bytes() == b"mine"
+    r = run("decompress", str(src / "e.onnx.zarr.zip"), "-o", str(out / "e.onnx"), "-f",
+            cwd=tmp_path)  # fmt: skip
+    assert r.returncode == 0 and sha(out / files[0].name) == sha(files[0]), r.stderr
+
+
+def test_forged_external_records_write_nothing(tmp_path: Path) -> None:
+    onnx = optional_import("onnx")
+    import json
+
+    from nncodecs.formats import compress, decompress
+
+    external_model(onnx, tmp_path / "e.onnx", True)
+    compress(tmp_path / "e.onnx", tmp_path / "e.zarr")
+    root = tmp_path / "e.zarr" / "zarr.json"
+    good = json.loads(root.read_text())
+    for forge, match in [("../escape.data", "is not one"), ("/abs.data", "is not one"),
+                         ("e.onnx", "model's own name"), (None, "is not one")]:  # fmt: skip
+        doc = json.loads(json.dumps(good))
+        meta = doc["attributes"]["nncodecs"]["metadata"]
+        records = json.loads(meta["source.onnx.external"])
+        records[0]["file"] = forge
+        meta["source.onnx.external"] = json.dumps(records)
+        root.write_text(json.dumps(doc))
+        out = tmp_path / f"out{len(match)}"
+        with pytest.raises(CorruptDataError, match=match):
+            decompress(tmp_path / "e.zarr", out / "e.onnx")
+        assert not out.exists() or not any(out.iterdir())
+    assert not (tmp_path / "escape.data").exists()
+    doc = json.loads(json.dumps(good))
+    records = json.loads(doc["attributes"]["nncodecs"]["metadata"]["source.onnx.external"])
+    records[0]["crc32c"] = "00000000"
+    doc["attributes"]["nncodecs"]["metadata"]["source.onnx.external"] = json.dumps(records)
+    root.write_text(json.dumps(doc))
+    with pytest.raises(CorruptDataError, match="crc32c differs"):
+        decompress(tmp_path / "e.zarr", tmp_path / "o2" / "e.onnx")
+    assert not (tmp_path / "o2").exists() or not any((tmp_path / "o2").iterdir())
 
 
 def test_malformed_protobuf_is_a_clear_error() -> None:

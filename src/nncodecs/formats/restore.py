@@ -13,6 +13,7 @@ from nncodecs.formats.detect import EXACT_FORMATS, WRITE_FORMATS
 from nncodecs.formats.digests import check_restored
 from nncodecs.formats.malloc import use_one_malloc_arena
 from nncodecs.formats.npz import write_npz
+from nncodecs.formats.onnx_external import EXTERNAL, restore_external
 from nncodecs.formats.paths import READ_ONLY_SUFFIXES, check_model_file_name, local_output
 from nncodecs.formats.safetensors_restore import file_records, restore_safetensors
 from nncodecs.formats.source import Progress, stream_named
@@ -105,7 +106,7 @@ def decompress(
                 f"cannot write {fmt!r}: choose {', '.join(dict.fromkeys(WRITE_FORMATS.values()))}"
             )
         if fmt in SPLICED and not has_places(r.metadata, fmt):
-            kind = {"onnx": "an ONNX file without external data", "gguf": "a GGUF file",
+            kind = {"onnx": "an ONNX file", "gguf": "a GGUF file",
                     "torch": "a zip checkpoint whose tensors are whole storages"}[fmt]  # fmt: skip
             why = r.metadata.get(f"source.{fmt}.inexact")  # (what its own source lacked)
             why = f" (its source {why})" if source == fmt and why else ""
@@ -126,6 +127,8 @@ def decompress(
                     raise CorruptDataError(f"{container}: the source's checksum record is missing")
                 restore_spliced(r, tmp, fmt)
                 check_restored(tmp, expected, out)
+                if fmt == "onnx" and EXTERNAL in r.metadata:  # (its data files, beside it)
+                    restore_external(r, out, force, inputs)
             elif fmt == "safetensors":
                 restore_safetensors(r, tmp, records, progress)
             else:
