@@ -251,3 +251,21 @@ def test_what_the_second_review_found(tmp_path: Path) -> None:
     chunk.write_bytes(b"\0" * len(chunk.read_bytes()))
     with Reader(tmp_path / "s.zarr") as rd, pytest.raises(CorruptDataError, match="kept file"):
         rd.read_file("sub/x.txt")
+
+
+def test_archive_keeps_a_snapshot_s_other_files(tmp_path: Path) -> None:
+    """``archive`` of a snapshot directory keeps its config and tokenizer as compress
+    does: the directory comes back whole."""
+    from nncodecs import archive
+    from nncodecs.formats import decompress
+    from nncodecs.formats.safetensors import write_safetensors
+
+    snap = tmp_path / "snap"
+    (snap / "sub").mkdir(parents=True)
+    write_safetensors(snap / "model.safetensors", [("w", np.arange(12, dtype=np.float32))])
+    (snap / "config.json").write_text('{"model_type": "bert"}')
+    (snap / "sub" / "tok.txt").write_bytes(b"a b c\n" * 100)
+    archive(str(snap), str(tmp_path / "c.zarr"), scheduler="sync", progress=False)
+    decompress(tmp_path / "c.zarr", tmp_path / "back")
+    for rel in ("model.safetensors", "config.json", "sub/tok.txt"):
+        assert (tmp_path / "back" / rel).read_bytes() == (snap / rel).read_bytes(), rel

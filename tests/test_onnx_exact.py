@@ -249,6 +249,60 @@ def test_forged_external_records_write_nothing(tmp_path: Path) -> None:
     assert not (tmp_path / "o2").exists() or not any((tmp_path / "o2").iterdir())
 
 
+def test_external_files_with_uncovered_bytes_and_two_spellings(tmp_path: Path) -> None:
+    """Bytes of a data file no tensor covers go in a hidden array (not the attributes);
+    "./d.bin" and "d.bin" are one file; a forged record naming a file the model does not
+    name, or none where the model names one, writes nothing."""
+    onnx = optional_import("onnx")
+    import json
+
+    from onnx import TensorProto, helper
+
+    from nncodecs.formats import compress, decompress
+
+    rng = np.random.default_rng(9)
+    a, b = rng.standard_normal(100).astype(np.float32), rng.standard_normal(50).astype(np.float32)
+    tail = rng.integers(0, 256, 300_000, dtype=np.uint8).tobytes()  # (left by an optimiser)
+    (tmp_path / "d.bin").write_bytes(a.tobytes() + b"pad!" + b.tobytes() + tail)
+    inits = []
+    for name, arr, loc, off in (("a", a, "d.bin", 0), ("b", b, "./d.bin", 404)):
+        t = TensorProto(name=name, data_type=TensorProto.FLOAT, dims=arr.shape)
+        t.data_location = TensorProto.EXTERNAL
+        for k, v in (("location", loc), ("offset", str(off)), ("length", str(arr.nbytes))):
+            entry = t.external_data.add()
+            entry.key, entry.value = k, v
+        inits.append(t)
+    graph = helper.make_graph([helper.make_node("Add", ["x", "a"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [100])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [100])],
+                              initializer=inits)  # fmt: skip
+    onnx.save(helper.make_model(graph), tmp_path / "m.onnx")
+    compress(tmp_path / "m.onnx", tmp_path / "m.zarr")
+    with Reader(tmp_path / "m.zarr") as r:
+        assert len(json.dumps(r.metadata)) < 20_000 and len(r.files(hidden=True)) == 2
+    decompress(tmp_path / "m.zarr", tmp_path / "out" / "m.onnx")
+    assert sha(tmp_path / "out" / "d.bin") == sha(tmp_path / "d.bin")
+    assert sha(tmp_path / "out" / "m.onnx") == sha(tmp_path / "m.onnx")
+    root = tmp_path / "m.zarr" / "zarr.json"
+    good = root.read_text()
+    forgeries = [
+        (lambda rs: rs.clear(), "names the external data files"),
+        (lambda rs: rs[0].update(file="notes.txt"), "names the external"),
+        (lambda rs: rs.append({**rs[0], "file": "d.bin/x"}), "a file twice"),
+    ]
+    for change, match in forgeries:
+        doc = json.loads(good)
+        meta = doc["attributes"]["nncodecs"]["metadata"]
+        records = json.loads(meta["source.onnx.external"])
+        change(records)
+        meta["source.onnx.external"] = json.dumps(records)
+        root.write_text(json.dumps(doc))
+        out = tmp_path / "forged"
+        with pytest.raises(CorruptDataError, match=match):
+            decompress(tmp_path / "m.zarr", out / "m.onnx")
+        assert not out.exists() or not any(out.iterdir())
+
+
 def test_malformed_protobuf_is_a_clear_error() -> None:
     for bad in (b"\x3a\xff\xff\xff\xff\x0f", b"\x3a\x05ab", b"\x3f", b"\x3a\x80"):
         with pytest.raises(CorruptDataError, match="not a readable ONNX model"):

@@ -20,11 +20,11 @@ def merge(
     codec: str = "auto",
     metadata: dict[str, str] | None = None,
     overwrite: bool = False,
-    drop_files: frozenset[str] = frozenset(),
+    keep_hidden: bool = True,
 ) -> None:
     """Write the tensors of several containers into one (names must not repeat), and
-    their kept files (one of each name: the same bytes in every container that has it),
-    but those named in ``drop_files`` (records of a source the merged one no longer has).
+    their kept files (one of each name: the same bytes in every container that has it);
+    their hidden ones (nncodecs' records of a source) only with ``keep_hidden``.
 
     ``metadata``: the merged container's metadata; by default the sources'
     metadata, which must then agree key by key.
@@ -54,7 +54,7 @@ def merge(
                         if type(exc) not in (ValueError, TypeError) or where in str(exc):
                             raise
                         raise type(exc)(f"{where}: {exc}") from None
-                for file in [f for f in r.files(hidden=True) if f not in drop_files]:
+                for file in r.files(hidden=keep_hidden):
                     data = r.read_tensor(kept_key(file), check=True)  # type: ignore[arg-type]
                     digest = hashlib.sha256(data).digest()  # (not the bytes: memory stays flat)
                     if file in kept and kept[file] != digest:

@@ -8,7 +8,7 @@ import functools
 import json
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +57,10 @@ class Model:
     target: str
     tensors: list[Tensor]
     metadata: dict[str, str]
+    #: A snapshot directory's other files ((name, path)), and the bytes of a GGUF, ONNX or
+    #: zip checkpoint around its tensors: kept once the tensors are written.
+    kept: list[tuple[str, Path]] = field(default_factory=list)
+    gaps: dict[str, bytes] = field(default_factory=dict)
 
 
 def _slabs(z: Any, nbytes_row: int) -> list[tuple[int, int]]:

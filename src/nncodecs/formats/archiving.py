@@ -26,11 +26,13 @@ from typing import Any
 
 import numpy as np
 
-from nncodecs.container import layout
+from nncodecs.container import Writer, layout
 from nncodecs.dtypes import as_numpy, dtype_name
 from nncodecs.formats.archive_tasks import ArchiveResult, ArrayRows, Model, run
-from nncodecs.formats.source import Tensor
+from nncodecs.formats.compressing import file_bytes
+from nncodecs.formats.source import KEPT, Tensor
 from nncodecs.formats.sources import open_source
+from nncodecs.formats.spliced import keep_gaps_apart
 from nncodecs.outputs import OutputLock, check_output, is_url, publish, remove_stale, temp_path
 
 __all__ = ["ArchiveResult", "archive"]
@@ -58,8 +60,23 @@ def _plan_model(name: str, source: Any, target: str) -> Model:
     with open_source(Path(source)) as src:
         # the same records as compress's, so that decompress restores it alike
         meta = src.metadata()
+        gaps = keep_gaps_apart(meta)
+        kept = src.kept_files()
+        if kept:
+            meta[KEPT] = str(len(kept))
         tensors = [t if t.rows else _in_memory(t.name, t.read()) for t in src.tensors()]
-    return Model(name, target, tensors, meta)
+    return Model(name, target, tensors, meta, kept, gaps)
+
+
+def _keep_files(m: Model, storage_options: dict[str, Any] | None) -> None:
+    """A model's kept files and bytes, added to its container once its tensors are in."""
+    if not m.kept and not m.gaps:
+        return
+    with Writer(m.target, mode="a", storage_options=storage_options) as w:
+        for rel, path in m.kept:
+            w.add_file(rel, file_bytes(path))
+        for name, data in m.gaps.items():
+            w.add_hidden_file(name, data)
 
 
 def _plan(sources: Any, target: Any) -> list[Model]:
@@ -136,6 +153,8 @@ def archive(
                 finals.append((temp_path(named), named))
                 m.target = str(finals[-1][0])
         result = run(models, storage_options, codec, chunk_bytes, scheduler, progress)
+        for m in models:
+            _keep_files(m, storage_options)
         for temp, named in finals:
             publish(temp, named, overwrite)
     except BaseException:

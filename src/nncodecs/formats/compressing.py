@@ -16,7 +16,7 @@ from nncodecs.formats.malloc import use_one_malloc_arena
 from nncodecs.formats.paths import check_container_name, local_output
 from nncodecs.formats.source import KEPT, ORDER, TIED, Progress
 from nncodecs.formats.sources import open_source
-from nncodecs.formats.spliced import GAPS_FILE, keep_gaps_apart
+from nncodecs.formats.spliced import keep_gaps_apart
 from nncodecs.outputs import check_output, made_parents
 
 __all__ = ["compress"]
@@ -73,9 +73,9 @@ def compress(
             for rel, path in kept:  # (a snapshot's config, tokenizer, ...)
                 w.add_file(rel, file_bytes(path))
             meta = src.metadata()
-            gaps = keep_gaps_apart(meta)  # (a GGUF's vocabulary: an array, not attributes)
-            if gaps is not None:
-                w.add_hidden_file(GAPS_FILE, gaps)
+            # (a GGUF's vocabulary, an ONNX graph: arrays, not attributes)
+            for name, data in keep_gaps_apart(meta).items():
+                w.add_hidden_file(name, data)
             w.metadata.update(meta)
             if kept:  # (counted: a restore that finds fewer refuses)
                 w.metadata[KEPT] = str(len(kept))

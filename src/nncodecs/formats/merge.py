@@ -9,7 +9,7 @@ from typing import Any
 from nncodecs.container import Reader, merge
 from nncodecs.formats.paths import check_container_name, local_output
 from nncodecs.formats.source import ORDER, TIED
-from nncodecs.formats.spliced import GAPS_FILE, has_places
+from nncodecs.formats.spliced import has_places
 from nncodecs.outputs import check_output, made_parents
 
 __all__ = ["merge_containers", "merged_metadata"]
@@ -73,7 +73,6 @@ def merge_containers(
             metas.append(dict(r.metadata))
     meta = merged_metadata(metas)
     # (a spliced source's kept bytes go only where its records stay: one source, or the same)
-    kept = has_places(meta, meta.get("source.format", "")) and "source.crc32c" in meta
-    drop = frozenset() if kept else frozenset([GAPS_FILE])
+    kept = has_places(meta, meta.get("source.format", ""))
     with made_parents(local):
-        merge(sources, target, codec=codec, metadata=meta, overwrite=force, drop_files=drop)
+        merge(sources, target, codec=codec, metadata=meta, overwrite=force, keep_hidden=kept)

@@ -16,6 +16,7 @@ beside the model (:mod:`nncodecs.formats.onnx_external`).
 from __future__ import annotations
 
 import math
+import posixpath
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -104,7 +105,11 @@ class OnnxSource(Source):
         """A tensor in an external file: read from there by byte range, and put back there
         on restore, where its bytes are exactly its values."""
         location, offset, length = self._external[t.name]
+        location = posixpath.normpath(location)  # ("./d.bin" and "d.bin": one file)
         file = self.path.parent / location
+        if "\\" in location or file.resolve() == self.path.resolve():
+            self.inexact = f"keeps external data at {location!r}, a name nncodecs cannot restore"
+            return t
         size = file.stat().st_size if file.is_file() else -1
         length = size - offset if length is None else length
         if length != t.nbytes or offset < 0 or offset + length > size:

@@ -14,15 +14,15 @@ under a temporary name, checked against its recorded CRC32C, then renamed into p
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import json
+import posixpath
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from nncodecs.errors import CorruptDataError
 from nncodecs.formats.digests import check_restored, file_digests
-from nncodecs.formats.spliced import Place, splice, spliced_metadata
+from nncodecs.formats.spliced import Place, record_gaps, splice, spliced_metadata
 from nncodecs.outputs import atomic_output
 
 __all__ = ["EXTERNAL", "external_records", "restore_external"]
@@ -65,27 +65,55 @@ def _target(out: Path, name: Any) -> Path:
     return target
 
 
-def restore_external(r: Any, out: Path, force: bool, inputs: tuple[Path, ...]) -> list[Path]:
+def _graph_locations(path: Path) -> set[str] | None:
+    """The external data files a restored model's graph names (normalised), read with
+    the onnx package; ``None`` where it is not installed."""
+    try:
+        import onnx
+        from onnx import external_data_helper
+    except ImportError:
+        return None
+    try:
+        model = onnx.load(str(path), load_external_data=False)
+    except Exception as exc:  # (protobuf's own errors)
+        raise CorruptDataError(f"the restored ONNX model does not parse ({exc})") from None
+    return {
+        posixpath.normpath({e.key: e.value for e in t.external_data}.get("location", ""))
+        for t in external_data_helper._get_all_tensors(model)
+        if external_data_helper.uses_external_data(t)
+    }
+
+
+def restore_external(r: Any, out: Path, model: Path, force: bool, inputs: tuple[Path, ...]) -> None:
     """Write the external data files of the ONNX model a container (``r``) holds, beside
-    ``out`` (the restored model's path); returns their paths. All are written and checked
+    ``out`` (the restored model's path; ``model``: its restored bytes, not yet in place).
+    The files must be exactly those the model's graph names; all are written and checked
     before any is renamed into place; nothing is left behind on an error."""
     try:
-        records = json.loads(r.metadata[EXTERNAL])
+        records = json.loads(r.metadata.get(EXTERNAL, "[]"))
         if not isinstance(records, list) or not all(isinstance(x, dict) for x in records):
             raise ValueError("a list of records expected")
         files = [(_target(out, x.get("file")), x) for x in records]
         if not all(isinstance(x.get("crc32c"), str) for _, x in files):
             raise ValueError("a file without its CRC32C")
-        gaps = [[base64.b64decode(g) for g in x.get("gaps", [])] for _, x in files]
-    except (ValueError, TypeError) as exc:
+        gaps = [record_gaps(r, x) for _, x in files]
+    except (KeyError, ValueError, TypeError) as exc:
         raise CorruptDataError(
             f"the container's ONNX external records are damaged ({exc})"
         ) from None
-    if len({t.resolve() for t, _ in files}) != len(files):
+    names = [posixpath.normpath(x["file"]) for _, x in files]
+    if len(set(names)) != len(names) or any(b.startswith(a + "/") for a in names for b in names):
         raise CorruptDataError("the container's ONNX external records name a file twice")
+    wanted = _graph_locations(model)
+    if wanted is None and files:
+        raise ValueError("restoring an ONNX model's external data needs the onnx package")
+    if wanted is not None and wanted != set(names):
+        raise CorruptDataError(
+            f"the model names the external data files {sorted(wanted)}, the container's "
+            f"records {sorted(names)}"
+        )
     with contextlib.ExitStack() as stack:
         for (target, record), kept in zip(files, gaps, strict=True):
             tmp = stack.enter_context(atomic_output(target, force, inputs=inputs))
             splice(r, tmp, record.get("ranges"), kept, "ONNX external")
             check_restored(tmp, {"crc32c": record.get("crc32c")}, target)
-    return [t for t, _ in files]

@@ -13,7 +13,7 @@ from nncodecs.formats.detect import EXACT_FORMATS, WRITE_FORMATS
 from nncodecs.formats.digests import check_restored
 from nncodecs.formats.malloc import use_one_malloc_arena
 from nncodecs.formats.npz import write_npz
-from nncodecs.formats.onnx_external import EXTERNAL, restore_external
+from nncodecs.formats.onnx_external import restore_external
 from nncodecs.formats.paths import READ_ONLY_SUFFIXES, check_model_file_name, local_output
 from nncodecs.formats.safetensors_restore import file_records, restore_safetensors
 from nncodecs.formats.source import Progress, stream_named
@@ -127,8 +127,8 @@ def decompress(
                     raise CorruptDataError(f"{container}: the source's checksum record is missing")
                 restore_spliced(r, tmp, fmt)
                 check_restored(tmp, expected, out)
-                if fmt == "onnx" and EXTERNAL in r.metadata:  # (its data files, beside it)
-                    restore_external(r, out, force, inputs)
+                if fmt == "onnx":  # (its data files beside it, as its graph names them)
+                    restore_external(r, out, tmp, force, inputs)
             elif fmt == "safetensors":
                 restore_safetensors(r, tmp, records, progress)
             else:

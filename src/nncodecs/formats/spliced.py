@@ -23,12 +23,14 @@ from typing import Any
 
 import numpy as np
 
+from nncodecs.container.kept import HIDDEN
 from nncodecs.errors import CorruptDataError
 
 __all__ = [
     "GAPS_FILE",
     "has_places",
     "keep_gaps_apart",
+    "record_gaps",
     "restore_spliced",
     "splice",
     "spliced_metadata",
@@ -58,22 +60,28 @@ def spliced_metadata(path: Path, fmt: str, places: list[Place]) -> dict[str, str
     }
 
 
-def keep_gaps_apart(meta: dict[str, str]) -> bytes | None:
-    """The gaps of ``meta`` (a source's metadata, changed in place) as one run of bytes
-    for :data:`GAPS_FILE`, their lengths left in its place; ``None`` where it has none."""
+def keep_gaps_apart(meta: dict[str, str]) -> dict[str, bytes]:
+    """The gaps of ``meta`` (a source's metadata, changed in place) as hidden files, each
+    a run of bytes, their lengths left in their place: the file's in :data:`GAPS_FILE`,
+    those of each of its other files (``source.<format>.external``: an ONNX model's data
+    files) in ``.nncodecs/external-gaps-<i>``."""
+    out = {}
     for key in [k for k in meta if k.startswith("source.") and k.endswith(".gaps")]:
         gaps = [base64.b64decode(g) for g in json.loads(meta.pop(key))]
         meta[key.removesuffix(".gaps") + ".gap_sizes"] = json.dumps([len(g) for g in gaps])
-        return b"".join(gaps)
-    return None
+        out[GAPS_FILE] = b"".join(gaps)
+    for key in [k for k in meta if k.startswith("source.") and k.endswith(".external")]:
+        records = json.loads(meta[key])
+        for i, record in enumerate(records):
+            gaps = [base64.b64decode(g) for g in record.pop("gaps")]
+            record["gap_sizes"] = [len(g) for g in gaps]
+            record["gaps_file"] = f"{HIDDEN}external-gaps-{i}"
+            out[record["gaps_file"]] = b"".join(gaps)
+        meta[key] = json.dumps(records)
+    return out
 
 
-def _gaps(r: Any, fmt: str) -> list[bytes]:
-    """The kept bytes between and around the tensors: inline, or in :data:`GAPS_FILE`."""
-    if f"source.{fmt}.gaps" in r.metadata:
-        return [base64.b64decode(g) for g in json.loads(r.metadata[f"source.{fmt}.gaps"])]
-    sizes = json.loads(r.metadata[f"source.{fmt}.gap_sizes"])
-    data = r.read_file(GAPS_FILE)
+def _split(data: bytes, sizes: Any) -> list[bytes]:
     if not (isinstance(sizes, list) and all(type(n) is int and n >= 0 for n in sizes)
             and sum(sizes) == len(data)):  # fmt: skip
         raise ValueError(f"gap sizes that do not add up to the {len(data)} bytes kept")
@@ -81,9 +89,31 @@ def _gaps(r: Any, fmt: str) -> list[bytes]:
     return [data[a:b] for a, b in itertools.pairwise(ends)]
 
 
+def _gaps(r: Any, fmt: str) -> list[bytes]:
+    """The kept bytes between and around the tensors: inline, or in :data:`GAPS_FILE`."""
+    if f"source.{fmt}.gaps" in r.metadata:
+        return [base64.b64decode(g) for g in json.loads(r.metadata[f"source.{fmt}.gaps"])]
+    return _split(r.read_file(GAPS_FILE), json.loads(r.metadata[f"source.{fmt}.gap_sizes"]))
+
+
+def record_gaps(r: Any, record: dict[str, Any]) -> list[bytes]:
+    """The gaps of another file of the source (a record of ``source.<format>.external``):
+    inline (``gaps``, base64), or in its hidden file (``gaps_file``, ``gap_sizes``)."""
+    if "gaps" in record:
+        return [base64.b64decode(g) for g in record["gaps"]]
+    name = record.get("gaps_file")
+    if not (isinstance(name, str) and name.startswith(f"{HIDDEN}external-gaps-")):
+        raise ValueError(f"gaps file {name!r}")
+    return _split(r.read_file(name), record.get("gap_sizes"))
+
+
 def has_places(metadata: dict[str, str], fmt: str) -> bool:
     """Whether a container (its ``metadata``) can restore its ``fmt`` source byte for byte."""
-    return metadata.get("source.format") == fmt and f"source.{fmt}.ranges" in metadata
+    return (
+        metadata.get("source.format") == fmt
+        and f"source.{fmt}.ranges" in metadata
+        and ("source.crc32c" in metadata or "source.sha256" in metadata)
+    )
 
 
 def restore_spliced(r: Any, out: Path, fmt: str) -> None:
