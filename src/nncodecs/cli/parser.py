@@ -131,7 +131,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command(
         "decompress",
-        f"restore the original file ({writes}; safetensors and GGUF byte-identical)",
+        f"restore the original file ({writes}; safetensors, GGUF, ONNX with its data "
+        "files and torch zip checkpoints byte-identical)",
         cmd_decompress,
     )
     p.add_argument("input", help="the container")
