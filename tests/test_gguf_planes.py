@@ -153,6 +153,8 @@ def test_every_type_comes_back_byte_identical_through_the_cli(
     r = cli("decompress", "m.gguf.zarr.zip", "-o", "back.gguf", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert sha(tmp_path / "back.gguf") == sha(path)
+    r = cli("verify", "m.gguf.zarr.zip", cwd=tmp_path)
+    assert r.returncode == 0 and "gguf source comes back byte for byte" in r.stdout, r.stdout
     with Reader(tmp_path / "m.gguf.zarr.zip") as c:
         for kind in WRITABLE + READ_ONLY:
             name = f"{kind}.weight"
@@ -267,11 +269,19 @@ def test_a_gguf_with_its_gaps_inline_still_restores(real_weights: dict, tmp_path
     compress(path, tmp_path / "c.zarr")
     root = tmp_path / "c.zarr" / "zarr.json"
     doc = json.loads(root.read_text())
+    sizes = doc["attributes"]["nncodecs"]["metadata"]["source.gguf.gap_sizes"]
     doc["attributes"]["nncodecs"]["metadata"]["source.gguf.gap_sizes"] = "[1, 2]"
     root.write_text(json.dumps(doc))
     with pytest.raises(CorruptDataError, match="GGUF records are damaged"):
         decompress(tmp_path / "c.zarr", tmp_path / "c.gguf")
     assert not (tmp_path / "c.gguf").exists()
+    r = cli("verify", "c.zarr", cwd=tmp_path)  # (verify restores it into a digest: refused)
+    assert r.returncode != 0 and "GGUF records are damaged" in r.stderr, r.stderr
+    doc["attributes"]["nncodecs"]["metadata"]["source.gguf.gap_sizes"] = sizes
+    doc["attributes"]["nncodecs"]["metadata"]["source.crc32c"] = "0badc0de"
+    root.write_text(json.dumps(doc))
+    r = cli("verify", "c.zarr", cwd=tmp_path)
+    assert r.returncode != 0 and "would not come back byte for byte" in r.stderr, r.stderr
 
 
 def test_hidden_files_are_nncodecs_own_and_merge_keeps_them_with_their_records(

@@ -85,9 +85,13 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from nncodecs import Reader
     from nncodecs.errors import CorruptDataError
     from nncodecs.formats.source import named_order
+    from nncodecs.formats.spliced import check_spliced, has_places
 
     with Reader(args.input) as r:
         r.verify()
+        fmt = r.metadata.get("source.format", "")
+        # (a GGUF, ONNX or torch source: restored into its digests, nothing written)
+        exact = check_spliced(r, fmt) if has_places(r.metadata, fmt) else 0
         count = source_count(r.metadata)
         order, tied = named_order(r)  # (a tied tensor is stored once, under its first name)
         if count is not None and count != len(order):
@@ -98,9 +102,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
         if not args.quiet:
             more = f" ({len(tied)} of them tied: stored once)" if tied else ""
             files = f", {len(r.files())} kept files" if r.files() else ""
+            back = f"; its {fmt} source comes back byte for byte" if exact else ""
             print(
                 f"{args.input}: {len(order)} tensors{more}{files}, every checksum holds"
-                f"{of_source(count)}"
+                f"{of_source(count)}{back}"
             )
     return 0
 
