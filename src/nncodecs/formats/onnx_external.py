@@ -87,10 +87,13 @@ def _graph_locations(path: Path) -> set[str] | None:
 def restore_external(r: Any, out: Path, model: Path, force: bool, inputs: tuple[Path, ...]) -> None:
     """Write the external data files of the ONNX model a container (``r``) holds, beside
     ``out`` (the restored model's path; ``model``: its restored bytes, not yet in place).
-    The files must be exactly those the model's graph names; all are written and checked
-    before any is renamed into place; nothing is left behind on an error."""
+    The files must be exactly those the model's graph names (where the container records
+    any: the check parses the model); all are written and checked before any is renamed
+    into place; nothing is left behind on an error."""
+    if EXTERNAL not in r.metadata:  # (no data files: no parse of the model, a second a model)
+        return
     try:
-        records = json.loads(r.metadata.get(EXTERNAL, "[]"))
+        records = json.loads(r.metadata[EXTERNAL])
         if not isinstance(records, list) or not all(isinstance(x, dict) for x in records):
             raise ValueError("a list of records expected")
         files = [(_target(out, x.get("file")), x) for x in records]
