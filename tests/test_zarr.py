@@ -256,7 +256,7 @@ def test_weights_chunks_equal_the_chain_and_fill_in_the_settings() -> None:
     assert codec["configuration"] == {
         "coder": "rans",
         "dtype": "bfloat16",
-        "precision": 11,
+        "precision": 12,
         "subblock_log2": 16,
         "checksum": True,
         "zstd_level": 3,
