@@ -37,7 +37,16 @@ _EXPORTS = {
     ),
     **dict.fromkeys(["Reader", "TensorInfo", "Writer", "merge"], "nncodecs.container"),
     **dict.fromkeys(["as_numpy", "to_torch"], "nncodecs.dtypes"),
-    **dict.fromkeys(["CorruptDataError", "NNCodecsError", "NotAContainerError"], "nncodecs.errors"),
+    **dict.fromkeys(
+        [
+            "CorruptDataError",
+            "NNCodecsError",
+            "NotAContainerError",
+            "ReferenceNeededError",
+            "ReferenceProblemError",
+        ],
+        "nncodecs.errors",
+    ),
     **dict.fromkeys(["ArchiveResult", "archive"], "nncodecs.formats"),
     **dict.fromkeys(["get_threads", "set_threads"], "nncodecs.frame"),
 }  # fmt: skip
@@ -62,6 +71,8 @@ __all__ = [
     "Planes",
     "Rans",
     "Reader",
+    "ReferenceNeededError",
+    "ReferenceProblemError",
     "TensorInfo",
     "Weights",
     "Writer",

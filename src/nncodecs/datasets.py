@@ -8,13 +8,20 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from nncodecs.dtypes import normalize_dtype
 from nncodecs.formats.safetensors import read_safetensors
 
-__all__ = ["export_minilm_onnx", "minilm_path", "minilm_weights"]
+__all__ = [
+    "FINETUNE_PAIRS",
+    "export_minilm_onnx",
+    "minilm_checkpoints",
+    "minilm_path",
+    "minilm_weights",
+]
 
 
 def minilm_path() -> Path:
@@ -64,3 +71,96 @@ def export_minilm_onnx(path: str | Path, folding: bool = True) -> None:
     ids = torch.ones((1, 8), dtype=torch.long)
     torch.onnx.export(Hidden(), (ids, torch.ones_like(ids)), str(path), dynamo=False,
                       do_constant_folding=folding)  # fmt: skip
+
+
+#: Sentence pairs (a question and its answer, a paraphrase) the checkpoint series is
+#: fine-tuned on: in-batch contrastive learning, as sentence-transformers trains.
+FINETUNE_PAIRS = (
+    ("How do I compress model weights?", "Weights compress well once exponents are split."),
+    ("What is a checkpoint?", "A snapshot of a model's parameters during training."),
+    ("The cat sat on the mat.", "A cat was sitting on the rug."),
+    ("Where is the train station?", "How do I get to the railway station?"),
+    ("It is raining heavily today.", "There is a downpour this afternoon."),
+    ("Zarr stores chunked arrays.", "Chunked N-dimensional arrays live in Zarr stores."),
+    ("The stock market fell sharply.", "Shares dropped steeply on the exchange."),
+    ("She plays the violin beautifully.", "Her violin playing is lovely."),
+    ("How many legs does a spider have?", "Spiders have eight legs."),
+    ("Boil the pasta for ten minutes.", "Cook the noodles in boiling water for 10 min."),
+    ("The meeting was postponed.", "They moved the meeting to a later date."),
+    ("Python is a programming language.", "Many programmers write code in Python."),
+    ("What is the capital of France?", "Paris is the capital city of France."),
+    ("He fixed the bicycle's chain.", "The bike chain was repaired by him."),
+    ("Photosynthesis needs sunlight.", "Plants use light to make sugar."),
+    ("The library opens at nine.", "Doors of the library open at 9 a.m."),
+)  # fmt: skip
+
+
+def minilm_checkpoints(
+    out_dir: str | Path, steps: int = 10, frozen: bool = False, lr: float = 2e-5
+) -> list[dict[str, Path]]:
+    """A real training run's checkpoint series: all-MiniLM-L6-v2 fine-tuned on the CPU
+    with AdamW (``lr``) on :data:`FINETUNE_PAIRS`, 8 pairs a step, in-batch contrastive
+    loss over mean-pooled embeddings (as sentence-transformers trains); ``frozen``:
+    the embeddings and the first two layers stay fixed.
+
+    Writes ``step-NN.float32.safetensors`` and ``step-NN.bfloat16.safetensors`` (the
+    float32 parameters rounded) for NN = 0 (the shipped model) to ``steps``, and returns
+    ``[{"float32": path, "bfloat16": path}, ...]`` in step order. Deterministic: a fixed
+    seed, torch's deterministic algorithms and one thread give the same files on one
+    machine every time (another CPU's kernels may round differently). Needs torch and
+    transformers; nothing downloads.
+    """
+    import torch
+    import transformers
+
+    from nncodecs.formats.safetensors import write_safetensors
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    threads, deterministic = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+    try:
+        torch.manual_seed(0)
+        src = minilm_path().parent
+        tok = transformers.AutoTokenizer.from_pretrained(src, local_files_only=True)
+        model = transformers.AutoModel.from_pretrained(src, local_files_only=True)
+        model.train()
+        fixed = ("embeddings.", "encoder.layer.0.", "encoder.layer.1.") if frozen else ()
+        for name, p in model.named_parameters():
+            p.requires_grad_(not name.startswith(fixed))
+        opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr)
+
+        def embed(texts: list[str]) -> Any:
+            batch = tok(texts, padding=True, truncation=True, max_length=32, return_tensors="pt")
+            hidden = model(**batch).last_hidden_state
+            mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+            pooled = (hidden * mask).sum(1) / mask.sum(1)
+            return torch.nn.functional.normalize(pooled, dim=-1)
+
+        def save(step: int) -> dict[str, Path]:
+            state = {k: v.detach().numpy() for k, v in model.state_dict().items()}
+            paths = {}
+            for dtype in ("float32", "bfloat16"):
+                target = normalize_dtype(dtype)
+                arrays = [
+                    (k, v.astype(target) if v.dtype.kind == "f" else v) for k, v in state.items()
+                ]
+                paths[dtype] = out_dir / f"step-{step:02d}.{dtype}.safetensors"
+                write_safetensors(paths[dtype], arrays)
+            return paths
+
+        series = [save(0)]
+        for step in range(1, steps + 1):
+            pick = [(step * 8 + i) % len(FINETUNE_PAIRS) for i in range(8)]
+            a = embed([FINETUNE_PAIRS[i][0] for i in pick])
+            b = embed([FINETUNE_PAIRS[i][1] for i in pick])
+            loss = torch.nn.functional.cross_entropy(a @ b.T * 20.0, torch.arange(len(pick)))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            series.append(save(step))
+        return series
+    finally:
+        torch.set_num_threads(threads)
+        torch.use_deterministic_algorithms(deterministic)

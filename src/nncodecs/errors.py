@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-__all__ = ["CorruptDataError", "NNCodecsError", "NotAContainerError"]
+__all__ = [
+    "CorruptDataError",
+    "NNCodecsError",
+    "NotAContainerError",
+    "ReferenceNeededError",
+    "ReferenceProblemError",
+]
 
 
 class NNCodecsError(Exception):
@@ -19,3 +25,15 @@ class CorruptDataError(NNCodecsError, ValueError):
 
 class NotAContainerError(NNCodecsError, ValueError):
     """A store or group that holds no nncodecs container."""
+
+
+class ReferenceNeededError(NNCodecsError, ValueError):
+    """A chunk of a delta array (a difference against a tensor of another container)
+    decoded by a plain Zarr reader: only :class:`nncodecs.Reader`, which fetches the
+    reference, reads it. Never fill values or wrong numbers instead."""
+
+
+class ReferenceProblemError(CorruptDataError):
+    """A tensor's reference (another container's tensor it is stored against) is
+    missing, unreadable, outside the places it may be read from, or not the tensor it
+    was written against."""

@@ -28,6 +28,8 @@ def cmd_compress(args: argparse.Namespace) -> int:
         chunk_bytes=args.chunk_bytes,
         progress=bar,
         force=args.force,
+        reference=args.reference,
+        max_chain=args.max_chain,
     )
     bar.finish()
     if not args.quiet:
@@ -74,7 +76,9 @@ def cmd_decompress(args: argparse.Namespace) -> int:
     src = Path(args.input)
     out = args.output or str(default_output(src))  # a str: Path would turn s3:// into s3:/
     bar = ProgressBar("decompress", args.quiet)
-    fmt = decompress(src, out, fmt=args.format, progress=bar, force=args.force)
+    fmt = decompress(
+        src, out, fmt=args.format, progress=bar, force=args.force, references=args.reference
+    )
     bar.finish()
     if not args.quiet:
         print(f"{src} -> {out} ({fmt}, {human(_size(Path(out)))})")
@@ -87,7 +91,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     from nncodecs.formats.source import named_order
     from nncodecs.formats.spliced import check_spliced, has_places
 
-    with Reader(args.input) as r:
+    with Reader(args.input, references=args.reference) as r:
         r.verify()
         fmt = r.metadata.get("source.format", "")
         # (a GGUF, ONNX or torch source: restored into its digests, nothing written)
@@ -103,6 +107,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
             more = f" ({len(tied)} of them tied: stored once)" if tied else ""
             files = f", {len(r.files())} kept files" if r.files() else ""
             back = f"; its {fmt} source comes back byte for byte" if exact else ""
+            deltas = r.references()
+            if deltas:
+                back += (f"; {len(deltas)} stored against references, each found and the one "
+                         "written against")  # fmt: skip
             print(
                 f"{args.input}: {len(order)} tensors{more}{files}, every checksum holds"
                 f"{of_source(count)}{back}"
@@ -113,7 +121,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def cmd_merge(args: argparse.Namespace) -> int:
     from nncodecs.formats import merge_containers
 
-    merge_containers(args.inputs, args.output, codec=args.codec, force=args.force)
+    merge_containers(
+        args.inputs, args.output, codec=args.codec, force=args.force, references=args.reference
+    )
     if not args.quiet:
         print(f"{len(args.inputs)} containers -> {args.output}")
     return 0

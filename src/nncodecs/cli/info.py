@@ -38,12 +38,13 @@ def cmd_info(args: argparse.Namespace) -> int:
             human(r["stored_bytes"]),
             f"{r['stored_bytes'] / r['nbytes'] if r['nbytes'] else 1.0:.4f}",
             r["codec"],
+            _reference(r),
         )
         for r in rows
     ]
-    head = ("tensor", "dtype", "shape", "stored", "ratio", "codec")
+    head = ("tensor", "dtype", "shape", "stored", "ratio", "codec", "reference (chain depth)")
     widths = [max([len(head[i])] + [len(t[i]) for t in table]) for i in range(len(head))]
-    right = (False, False, False, True, True, False)
+    right = (False, False, False, True, True, False, False)
 
     def line(cells: tuple[str, ...]) -> str:
         return "  ".join(
@@ -62,6 +63,18 @@ def cmd_info(args: argparse.Namespace) -> int:
         more = f" and {len(files) - 8} more" if len(files) > 8 else ""
         print(f"{len(files)} kept files: {', '.join(files[:8])}{more}")
     return 0
+
+
+def _reference(row: dict[str, Any]) -> str:
+    """A tensor stored against another container's: ``sub tensor @ container (depth)``
+    (``= container`` where the reference has the same name; ``same bits as`` for a
+    duplicate)."""
+    ref = row.get("reference")
+    if not ref:
+        return ""
+    what = "=" if ref["tensor"] == row["name"] else f"{ref['tensor']} @"
+    how = "same bits as" if ref.get("duplicate") else ref["transform"]
+    return f"{how} {what} {ref['container']} ({row['depth']})"
 
 
 def of_source(count: int | None) -> str:
@@ -89,6 +102,8 @@ def _container_rows(src: Path) -> tuple[list[dict[str, Any]], int | None, list[s
                 "nbytes": i.nbytes,
                 "stored_bytes": i.stored_bytes,
                 "codec": i.codec,
+                "reference": i.reference,
+                "depth": i.depth,
             }
             for i in (r.info(n) for n in r)
         ]

@@ -81,6 +81,12 @@ CODEC_HELP = "codec of every tensor: auto (the fused weights codec, default), ra
 FORCE_HELP = "replace an existing output (a directory only if it is an nncodecs container)"
 
 
+READ_REFERENCE_HELP = (
+    "a container outside the input's directory that its tensors are stored against "
+    "(repeatable; references beside the input are found without it)"
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from nncodecs.formats import READ_FORMATS, WRITE_FORMATS
 
@@ -124,6 +130,16 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     p.add_argument("-f", "--force", action="store_true", help=FORCE_HELP)
     p.add_argument(
+        "--reference", action="append", default=None, metavar="CONTAINER",
+        help="store tensors against this container's (a checkpoint's previous one): "
+        "duplicates as references, close ones as differences (repeatable; the first is "
+        "the one differenced against)",
+    )  # fmt: skip
+    p.add_argument(
+        "--max-chain", type=_positive, default=None, metavar="N",
+        help="store whole a tensor whose reference is N differences deep (default 8)",
+    )  # fmt: skip
+    p.add_argument(
         "--dask", nargs="?", const="threads", default=None, metavar="ADDRESS",
         help="encode and write slabs of shards as dask tasks: on threads, or on the "
         "dask.distributed scheduler at ADDRESS (or 'processes'); -o NAME.zarr or a URL",
@@ -143,6 +159,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="the format to write (default: -o's suffix, else the source's)",
     )  # fmt: skip
     p.add_argument("-f", "--force", action="store_true", help=FORCE_HELP)
+    p.add_argument("--reference", action="append", default=None, metavar="CONTAINER",
+                   help=READ_REFERENCE_HELP)  # fmt: skip
 
     p = command("info", "list the tensors of a container or a model file", cmd_info)
     p.add_argument("input", help="a container or a model file")
@@ -150,10 +168,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("verify", "decode everything and check every checksum", cmd_verify)
     p.add_argument("input", help="the container")
+    p.add_argument("--reference", action="append", default=None, metavar="CONTAINER",
+                   help=READ_REFERENCE_HELP)  # fmt: skip
 
     p = command("merge", "merge containers into one", cmd_merge)
     p.add_argument("inputs", nargs="+", help="the containers (tensor names must not repeat)")
     p.add_argument("-o", "--output", required=True, help="the new container")
+    p.add_argument("--reference", action="append", default=None, metavar="CONTAINER",
+                   help=READ_REFERENCE_HELP)  # fmt: skip
     p.add_argument("--codec", default="auto", choices=CODECS, help=CODEC_HELP)
     p.add_argument("-f", "--force", action="store_true", help=FORCE_HELP)
 

@@ -21,13 +21,15 @@ def merge(
     metadata: dict[str, str] | None = None,
     overwrite: bool = False,
     keep_hidden: bool = True,
+    references: Any = None,
 ) -> None:
     """Write the tensors of several containers into one (names must not repeat), and
     their kept files (one of each name: the same bytes in every container that has it);
     their hidden ones (nncodecs' records of a source) only with ``keep_hidden``.
 
     ``metadata``: the merged container's metadata; by default the sources'
-    metadata, which must then agree key by key.
+    metadata, which must then agree key by key. Tensors stored against other
+    containers are written whole (``references``: as :class:`Reader` takes them).
     """
     seen: dict[str, str] = {}  # tensor name -> the source it came from
     kept: dict[str, bytes] = {}  # kept files written: their sha256, by name
@@ -36,7 +38,7 @@ def merge(
             w.metadata.update(metadata)
         for source in sources:
             where = describe_target(source)
-            with Reader(source) as r:
+            with Reader(source, references=references) as r:
                 for key, value in r.metadata.items() if metadata is None else ():
                     if w.metadata.get(key, value) != value:
                         raise ValueError(f"metadata {key!r} differs between the containers")

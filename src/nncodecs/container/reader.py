@@ -16,6 +16,7 @@ from nncodecs.container.checks import check_crc, check_size
 from nncodecs.container.composite import assemble
 from nncodecs.container.declared import Declared, declared
 from nncodecs.container.decoding import read_on_device, read_weights, weights_pieces
+from nncodecs.container.delta_reads import DeltaReads
 from nncodecs.container.files import Strict, local_target, open_local
 from nncodecs.container.gcpause import collector_paused
 from nncodecs.container.kept import HIDDEN, kept_key
@@ -26,12 +27,14 @@ from nncodecs.frame import set_threads
 __all__ = ["Reader", "TensorInfo"]
 
 
-class Reader:
+class Reader(DeltaReads):
     """Open an nncodecs container for reading.
 
     ``r["name"]`` is the tensor's Zarr array: slicing it reads only the chunks
     it needs. ``read_tensor`` reads a whole tensor (as NumPy, torch or CuPy).
-    ``threads`` sets the codecs' threads, process-wide (``None``: unchanged).
+    ``threads``: the codecs' threads, process-wide (``None``: unchanged). ``references``:
+    containers outside this one's directory that its tensors may be stored against
+    (paths or URLs, or {recorded place: place now}; docs/container.md).
 
     A container in a local directory or zip file is read without Zarr: whole
     reads of the weights codec's tensors never import it; Zarr's store and
@@ -39,10 +42,12 @@ class Reader:
     """
 
     def __init__(
-        self, target: Any, threads: int | None = None, storage_options: dict | None = None
-    ) -> None:
+        self, target: Any, threads: int | None = None, storage_options: dict | None = None,
+        references: Any = None, *, _chain: tuple[str, ...] = (),
+    ) -> None:  # fmt: skip
         if threads is not None:
             set_threads(threads)
+        self._init_references(target, references, _chain)
         self._closed = False
         self._base, self._zarr, self._owned, self._lock = None, None, True, threading.Lock()
         self._sizes: dict[str, int] | None = None
@@ -111,7 +116,7 @@ class Reader:
         """Whether a tensor's Zarr metadata contradicts its records, and the arrays
         whose every chunk is recorded (for the store's checks)."""
         member = self._entries[name]
-        own = self._declared_of(name)
+        own = self._declared_of(name) or self._delta_as_declared(name)
         for z, zattrs in member.arrays if own is None else [(own, member.attrs)]:
             problem = layout.shape_problem(z, zattrs) or storage.other_index(z)
             if problem is not None and name not in self._damaged:
@@ -140,6 +145,8 @@ class Reader:
 
     def __getitem__(self, name: str) -> Any:
         self._check(name)
+        if (config := self._delta_of(name)) is not None:  # (Zarr's cannot add the reference)
+            return self._delta_array(name, config)
         if "\\" in self._entries[name].path:  # (a node of an older container: Zarr reads
             raise CorruptDataError(  # its backslash as "/", and would read fill values)
                 f"{self._where}: tensor {name!r} lies under a node Zarr cannot address "
@@ -221,6 +228,8 @@ class Reader:
         if device != "cpu":
             return self._read_on_device(name, to, device)
         self._check(name)
+        if (config := self._delta_of(name)) is not None:
+            return self._read_delta(name, config, to, check)
         own = self._declared_of(name)
         if own is not None:  # (no Zarr array made: the weights codec's frames, read here)
             value = self._read_array(name, own)
@@ -308,13 +317,16 @@ class Reader:
             return {n: self.to_dask(n) for n in self._order if self.layout(n) == "dense"}
         if self.layout(name) != "dense":
             raise ValueError(f"tensor {name!r} is {self.layout(name)}: to_dask takes dense ones")
-        return da.from_zarr(self[name])
+        node = self[name]
+        return da.from_array(node, node.chunks) if self._delta_of(name) else da.from_zarr(node)
 
     def _read_on_device(self, name: str, to: str, device: str) -> Any:
         if self.layout(name) != "dense":
             raise ValueError(
                 f"tensor {name!r} is {self.layout(name)}: device reads take dense ones"
             )
+        if self._delta_of(name) is not None:  # (its reference added on the host, then copied)
+            return self._delta_to_device(name, to, device)
         return read_on_device(self, name, self[name], to, device)
 
     def _read_composite(self, name: str, kind: str, to: str) -> Any:
@@ -369,6 +381,7 @@ class Reader:
 
     def close(self) -> None:
         self._closed = True
+        self._close_references()
         files = getattr(self, "_files", None)  # (absent when opening failed early)
         if files is not None:
             files.close()

@@ -10,6 +10,7 @@ from typing import Any
 
 from nncodecs.container import layout
 from nncodecs.container.declared import codec_label, doc_dtype
+from nncodecs.container.delta import delta_config
 from nncodecs.dtypes import dtype_name
 from nncodecs.errors import CorruptDataError
 
@@ -27,6 +28,11 @@ class TensorInfo:
     stored_bytes: int
     nbytes: int
     codec: str
+    #: For a tensor stored against another container's: ``{"container", "tensor",
+    #: "transform"}`` (the container as recorded); ``None`` for one stored whole.
+    reference: dict[str, str] | None = None
+    #: How many differences a read decodes to reach stored values (0: stored whole).
+    depth: int = 0
 
 
 def info_from_doc(name: str, doc: Any, attrs: Any, stored_bytes: int) -> TensorInfo:
@@ -40,6 +46,7 @@ def info_from_doc(name: str, doc: Any, attrs: Any, stored_bytes: int) -> TensorI
         dtype = doc_dtype(doc)
         kind = dtype_name(dtype)
         codec = codec_label(doc["codecs"])
+        config = delta_config(doc)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise CorruptDataError(f"tensor {name!r}: unreadable metadata ({exc})") from None
     problem = layout.shape_problem(SimpleNamespace(shape=shape, dtype=dtype), attrs)
@@ -53,7 +60,21 @@ def info_from_doc(name: str, doc: Any, attrs: Any, stored_bytes: int) -> TensorI
         stored_bytes=stored_bytes,
         nbytes=math.prod(shape) * dtype.itemsize,
         codec=codec,
+        reference=None
+        if config is None
+        else {
+            "container": config["reference"]["container"],
+            "tensor": config["reference"]["tensor"],
+            "transform": config["transform"],
+            "duplicate": isinstance(attrs, dict) and attrs.get("duplicate") is True,
+        },
+        depth=_depth(attrs) if config is not None else 0,
     )
+
+
+def _depth(attrs: Any) -> int:
+    depth = attrs.get("depth", 1) if isinstance(attrs, dict) else 1
+    return depth if type(depth) is int and depth > 0 else 1
 
 
 def info_from_node(

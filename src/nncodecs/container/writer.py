@@ -11,6 +11,8 @@ from nncodecs.container import composite, docs, encoding, kept, layout, storage
 from nncodecs.container.arrays import to_host_array
 from nncodecs.container.batches import Batches
 from nncodecs.container.composite_writes import CompositeWrites
+from nncodecs.container.delta import MAX_CHAIN
+from nncodecs.container.delta_writes import DeltaWrites
 from nncodecs.container.names import check_tensor_name, escape
 from nncodecs.container.output import Output, StoreOutput
 from nncodecs.container.target import open_output
@@ -29,7 +31,7 @@ _BATCH_COUNT = 256
 _ALONE_BYTES = 1 << 20
 
 
-class Writer(CompositeWrites):
+class Writer(CompositeWrites, DeltaWrites):
     """Write a model, tensor by tensor, as one Zarr v3 group.
 
     Parameters
@@ -55,6 +57,22 @@ class Writer(CompositeWrites):
         Mode ``"w"`` only: replace an existing output (a file, by rename; a
         directory only if it is an nncodecs container). Without it an
         existing file or non-empty directory raises ``FileExistsError``.
+    reference : path or URL, or a list of them, optional
+        Containers this one may store tensors against (a checkpoint's previous
+        one, a fine-tune's base): a tensor with the bits of one of theirs is
+        stored as a reference to it, and one close to the first reference's
+        tensor of the same name as its difference from it, where that is
+        smaller (see docs/container.md, "Checkpoint series"). A Reader needs
+        the references to read those tensors.
+    max_chain : int
+        Longest chain of references: a tensor whose reference is this many
+        differences deep is stored whole (a keyframe).
+    hashes : bool
+        Record each dense tensor's SHA-256 (always, with ``reference``), so
+        that later containers can find its duplicates.
+    dedup : bool
+        With ``reference``: store a tensor with the same bits as one the
+        references record as a reference to it, without reading either.
 
     Notes
     -----
@@ -89,6 +107,10 @@ class Writer(CompositeWrites):
         storage_options: dict[str, Any] | None = None,
         *,
         overwrite: bool = False,
+        reference: Any = None,
+        max_chain: int = MAX_CHAIN,
+        hashes: bool = False,
+        dedup: bool = True,
     ) -> None:
         if threads is not None:
             set_threads(threads)
@@ -109,6 +131,7 @@ class Writer(CompositeWrites):
         self.metadata: dict[str, str] = {}
         # Whether this container records every chunk written and CRCs (all its tensors do).
         self._records = True
+        self._init_references(target, reference, max_chain, hashes, dedup)
         self._output: Output = open_output(target, mode, bool(overwrite), storage_options)
         self._batches = Batches(self._output.put)  # (written in order, on a thread)
         try:  # (right after the output is open: any exception abandons it, lock and all)
@@ -175,8 +198,10 @@ class Writer(CompositeWrites):
         self._output.discard(node)  # (only ever a leftover of a writer that died)
         attrs = {"name": name, "layout": "dense", "complete": True}
         dims = [f"{node}.{i}" for i in range(arr.ndim)] if arr.ndim else None
+        self._tensor_hash(arr, attrs)
         try:
-            self._write_array(node, arr, codec, attrs, dims, raw_one_chunk=True)
+            if not self._against_reference(name, node, arr, codec, attrs, dims):
+                self._write_array(node, arr, codec, attrs, dims, raw_one_chunk=True)
         except BaseException:  # (none of its chunks still queued: a retry starts afresh)
             self._queue = {k: v for k, v in self._queue.items() if not k.startswith(f"{node}/")}
             raise
@@ -243,13 +268,16 @@ class Writer(CompositeWrites):
         chunks, shards = tuple(grid["chunks"]), grid.get("shards")
         tmpl = docs.template(arr.dtype, arr.ndim, codec, shards is not None, tuning)
         for key, data in encoding.objects(arr, tmpl, chunks, shards):
-            self._queue[f"{path}/{key}"] = data
-            self._queue_bytes += len(data)
-            if self._queue_bytes >= _BATCH_BYTES:
-                self._drain(docs_too=False)
+            self._queue_object(f"{path}/{key}", data)
         attrs = {**attrs, **layout.tensor_records(arr, codec)}
         self._queue_doc(path, docs.array_doc(tmpl, arr.shape, chunks, shards, dims,
                                              {layout.ATTRS_KEY: attrs}))  # fmt: skip
+
+    def _queue_object(self, key: str, data: bytes) -> None:
+        self._queue[key] = data
+        self._queue_bytes += len(data)
+        if self._queue_bytes >= _BATCH_BYTES:
+            self._drain(docs_too=False)
 
     def _queue_doc(self, path: str, doc: dict[str, Any]) -> None:
         self._docs[path] = doc
@@ -344,6 +372,7 @@ class Writer(CompositeWrites):
         try:  # (an interrupt while the thread stops: the lock is released all the same)
             self._stop_thread()
         finally:
+            self._close_references()
             self._output.close()
 
     def abandon(self) -> None:
@@ -356,6 +385,7 @@ class Writer(CompositeWrites):
         try:
             self._stop_thread()
         finally:
+            self._close_references()
             self._output.abandon()
 
     def __enter__(self) -> Self:

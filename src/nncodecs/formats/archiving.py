@@ -27,7 +27,9 @@ from typing import Any
 import numpy as np
 
 from nncodecs.container import Writer, layout
+from nncodecs.container.delta import MAX_CHAIN
 from nncodecs.dtypes import as_numpy, dtype_name
+from nncodecs.formats.archive_chain import run_chain
 from nncodecs.formats.archive_tasks import ArchiveResult, ArrayRows, Model, run
 from nncodecs.formats.compressing import file_bytes
 from nncodecs.formats.source import KEPT, Tensor
@@ -108,6 +110,8 @@ def archive(
     storage_options: dict[str, Any] | None = None,
     progress: bool = True,
     overwrite: bool = False,
+    delta: str | None = None,
+    max_chain: int = MAX_CHAIN,
 ) -> ArchiveResult:
     """Compress models into containers with dask: every slab of whole shards a task.
 
@@ -137,9 +141,22 @@ def archive(
         existing file or non-empty directory is refused). A local container
         is written under a temporary name and renamed into place when every
         task has finished; a URL target is written in place.
+    delta, max_chain
+        ``"previous"``: the models are a series (a training run's checkpoints, in
+        order) and each container is stored against the one before it: a tensor
+        with the same bits as the previous checkpoint's is a reference to it, a
+        close one its difference (where that is smaller), every ``max_chain``-th
+        difference in a row a keyframe stored whole (docs/container.md,
+        "Checkpoint series"). One task a tensor a checkpoint, each waiting only
+        for the previous checkpoint's task of that tensor.
     """
+    if delta not in (None, "previous"):
+        raise ValueError(f"delta must be None or 'previous', got {delta!r}")
     layout.codec_settings(codec)  # validates the name
     models = _plan(sources, target)
+    if delta and (len(models) < 2 or isinstance(sources, str | os.PathLike)):
+        raise ValueError("delta='previous' archives a series: give several models, in order")
+    places = [m.target for m in models]  # (where each container ends up: its references)
     finals: list[tuple[Path, Path]] = []  # (temporary, named) of local containers
     locks: list[OutputLock] = []  # one writer per local container, as for Writer
     try:
@@ -152,7 +169,11 @@ def archive(
                 check_output(named, overwrite)
                 finals.append((temp_path(named), named))
                 m.target = str(finals[-1][0])
-        result = run(models, storage_options, codec, chunk_bytes, scheduler, progress)
+        if delta:
+            result = run_chain(models, places, storage_options, codec, chunk_bytes, scheduler,
+                               progress, max_chain)  # fmt: skip
+        else:
+            result = run(models, storage_options, codec, chunk_bytes, scheduler, progress)
         for m in models:
             _keep_files(m, storage_options)
         for temp, named in finals:

@@ -30,6 +30,8 @@ def compress(
     chunk_bytes: int | None = None,
     progress: Progress | None = None,
     force: bool = False,
+    reference: Any = None,
+    max_chain: int | None = None,
 ) -> str:
     """Compress a model file (or a directory of shards) into one container. Returns its format.
 
@@ -38,7 +40,9 @@ def compress(
     An existing ``target`` is refused unless ``force`` (and a directory is
     replaced only when it is a container); the container appears at
     ``target`` only once complete. What the source needs to come back
-    (:meth:`Source.metadata`) goes into the container's metadata.
+    (:meth:`Source.metadata`) goes into the container's metadata. ``reference``
+    (and ``max_chain``): containers its tensors may be stored against, as
+    :class:`nncodecs.Writer` takes them (a checkpoint's previous one).
     """
     use_one_malloc_arena()
     source = Path(source)
@@ -52,6 +56,10 @@ def compress(
     kwargs: dict[str, Any] = {"codec": codec, "threads": threads}
     if chunk_bytes:
         kwargs["chunk_bytes"] = chunk_bytes
+    if reference:
+        kwargs["reference"] = reference
+    if max_chain is not None:
+        kwargs["max_chain"] = max_chain
     with open_source(source, fmt) as src:
         if not src.digests_its_reads:  # (its CRC32C, for its metadata, while tensors encode)
             hash_ahead([source] if source.is_file() else sorted(source.glob("*.safetensors")))

@@ -58,7 +58,11 @@ def _int(text: str | None) -> int | None:
 
 
 def merge_containers(
-    sources: list[Any], target: Any, codec: str = "auto", force: bool = False
+    sources: list[Any],
+    target: Any,
+    codec: str = "auto",
+    force: bool = False,
+    references: Any = None,
 ) -> None:
     """Merge containers into one (tensor names must not repeat); their source records are
     merged too (:func:`merged_metadata`), so the result restores as the files it holds."""
@@ -75,4 +79,5 @@ def merge_containers(
     # (a spliced source's kept bytes go only where its records stay: one source, or the same)
     kept = has_places(meta, meta.get("source.format", ""))
     with made_parents(local):
-        merge(sources, target, codec=codec, metadata=meta, overwrite=force, keep_hidden=kept)
+        merge(sources, target, codec=codec, metadata=meta, overwrite=force, keep_hidden=kept,
+              references=references)  # fmt: skip

@@ -82,6 +82,7 @@ def decompress(
     fmt: str | None = None,
     progress: Progress | None = None,
     force: bool = False,
+    references: Any = None,
 ) -> str:
     """Restore a container as a model file: ``fmt``, else the one ``out``'s suffix names,
     else the source's own format (byte for byte for safetensors and GGUF, checked against
@@ -91,14 +92,15 @@ def decompress(
     once complete and checked; an existing ``out`` is refused unless
     ``force``. Tensors stream one at a time into the file, those of the weights
     codec into a safetensors file a piece at a time (npz excepted: NumPy writes it
-    from a dict of every tensor).
+    from a dict of every tensor). ``references``: as :class:`nncodecs.Reader` takes
+    them, for tensors stored against containers outside the container's directory.
     """
     use_one_malloc_arena()
     if is_url(str(out)):
         raise ValueError(f"{out}: restored files are written to a local path, not a URL")
     out = Path(str(out).removeprefix("file://"))
     check_model_file_name(out)
-    with collector_paused(), Reader(container) as r:
+    with collector_paused(), Reader(container, references=references) as r:
         source = r.metadata.get("source.format")
         fmt = fmt or WRITE_FORMATS.get(out.suffix.lower()) or default_format(r.metadata)
         if fmt not in WRITE_FORMATS.values():

@@ -1,0 +1,237 @@
+"""A Reader's tensors stored against references (see
+:mod:`nncodecs.container.delta_writes`): followed, checked, sliced.
+
+A delta tensor reads as its coded bits (the weights codec's frames, checked by their
+CRC32C), its reference read the same way (itself perhaps a delta, down its chain),
+and the transform undone. Before its bits are used, the reference must be the tensor
+the delta was written against: its recorded SHA-256 (or, where its container records
+none, its bits' hash) equals the one the delta records. ``check=True`` (and
+``verify``) also hashes the result against the tensor's own record. A reference that
+is missing, unreadable, not allowed (:mod:`nncodecs.container.references`) or not
+the same tensor is a :class:`nncodecs.ReferenceProblemError` naming both tensors.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import numpy as np
+
+from nncodecs.container import delta, layout
+from nncodecs.container.arrays import convert
+from nncodecs.container.declared import Declared, declared, doc_dtype
+from nncodecs.container.references import allowed_references, resolve_reference
+from nncodecs.container.zarr_docs import array_from_doc
+from nncodecs.errors import CorruptDataError, ReferenceProblemError
+
+__all__ = ["DeltaArray", "DeltaReads"]
+
+#: Deepest chain a Reader follows (a container's own bound is its writer's max_chain;
+#: this stops a forged or cyclic one).
+MAX_FOLLOW = 64
+
+
+class DeltaArray:
+    """A delta tensor sliced as a NumPy-style array: ``a[i:j]`` decodes the chunks of
+    its coded bits and of its reference that hold rows ``i:j``, no others."""
+
+    def __init__(self, coded: Any, reference: Any, transform: str, dtype: np.dtype) -> None:
+        self._coded, self._ref, self._transform = coded, reference, transform
+        self.dtype, self.shape = np.dtype(dtype), tuple(coded.shape)
+        self.ndim, self.chunks = len(self.shape), tuple(coded.chunks)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, index: Any) -> np.ndarray:
+        coded = np.array(self._coded[index], copy=True)
+        base = np.asarray(self._ref[index])
+        return delta.inverse(self._transform, coded, base).view(self.dtype)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        out = self[...]
+        return out if dtype is None else out.astype(dtype)
+
+
+class DeltaReads:
+    """The Reader's part that follows references."""
+
+    _where: str
+    _entries: dict[Any, Any]
+
+    def _init_references(self, target: Any, references: Any, chain: tuple[str, ...]) -> None:
+        self._target = target
+        self._allowed = allowed_references(references)
+        self._references_arg = references
+        self._chain = chain
+        self._ref_readers: dict[str, Any] = {}
+        self._deltas: dict[str, dict[str, Any] | None] = {}
+
+    def _delta_of(self, name: Any) -> dict[str, Any] | None:
+        """A dense tensor's delta configuration (``None``: stored whole)."""
+        if name not in self._deltas:
+            member = self._entries[name]
+            found = None
+            if member.layout == "dense":
+                doc = member.doc if member.doc is not None else _doc_of(member.node)
+                try:
+                    found = delta.delta_config(doc)
+                except CorruptDataError as exc:
+                    raise self._error(name, exc) from None  # type: ignore[attr-defined]
+                if found is not None:
+                    found = {**found, "doc": doc}
+            self._deltas[name] = found
+        return self._deltas[name]
+
+    def _reference_reader(self, name: str, config: dict[str, Any]) -> tuple[Any, str]:
+        """The Reader of a delta tensor's reference container, and the tensor's name."""
+        ref = config["reference"]
+        recorded, tensor = ref["container"], ref["tensor"]
+        what = f"its reference {tensor!r} of {recorded!r}"
+        try:
+            where = resolve_reference(self._target, recorded, self._allowed)
+        except ReferenceProblemError as exc:
+            raise self._fail(name, str(exc)) from None
+        if where not in self._ref_readers:
+            key = str(where)
+            if key in self._chain or len(self._chain) >= MAX_FOLLOW:
+                raise self._fail(name, f"{what}: a cycle, or a chain over {MAX_FOLLOW} deep")
+            try:  # (a Reader like this one: type(self), not an import of reader.py)
+                self._ref_readers[where] = type(self)(
+                    where, references=self._references_arg, _chain=(*self._chain, key)
+                )
+            except (OSError, ValueError) as exc:
+                raise self._fail(name, f"{what} cannot be opened ({exc})") from None
+        reader = self._ref_readers[where]
+        if tensor not in reader:
+            raise self._fail(name, f"{what} is not in that container")
+        return reader, tensor
+
+    def _fail(self, name: str, why: str) -> ReferenceProblemError:
+        err = self._error(name, CorruptDataError(why))  # type: ignore[attr-defined]
+        return ReferenceProblemError(str(err))
+
+    def _checked_reference(self, name: str, config: dict[str, Any]) -> tuple[Any, str]:
+        """The reference, its record checked against the hash the delta recorded."""
+        reader, tensor = self._reference_reader(name, config)
+        want = config["reference"]["sha256"]
+        attrs = reader._entries[tensor].attrs
+        recorded = attrs.get("sha256") if isinstance(attrs, dict) else None
+        if isinstance(recorded, str) and recorded != want:
+            raise self._fail(
+                name,
+                f"its reference {tensor!r} of {config['reference']['container']!r} is not the "
+                "tensor it was written against (another SHA-256)",
+            )
+        return reader, tensor
+
+    def _coded(self, name: str, config: dict[str, Any]) -> Declared:
+        """A delta tensor's coded bits, as their array's document declares them."""
+        if "coded" not in config:
+            coded_doc = delta.coded_doc(config["doc"], config)
+            try:
+                own = declared(self._reads, self._entries[name].path, coded_doc)  # type: ignore[attr-defined]
+            except CorruptDataError as exc:
+                raise self._error(name, exc) from None  # type: ignore[attr-defined]
+            if own is None:
+                raise self._fail(name, "its coded bits are not laid out as nncodecs writes them")
+            config["coded"] = own
+        return config["coded"]
+
+    def _delta_as_declared(self, name: str) -> Declared | None:
+        """For a delta tensor's checks: its coded bits' array with the tensor's dtype."""
+        config = self._delta_of(name)
+        if config is None:
+            return None
+        return dataclasses.replace(self._coded(name, config), dtype=doc_dtype(config["doc"]))
+
+    def _read_delta(self, name: str, config: dict[str, Any], to: str, check: bool) -> Any:
+        doc = config["doc"]
+        bits = self._read_array(name, self._coded(name, config))  # type: ignore[attr-defined]
+        reader, tensor = self._checked_reference(name, config)
+        try:
+            base = reader.read_tensor(tensor, check=check)
+        except ReferenceProblemError:
+            raise
+        except (CorruptDataError, OSError) as exc:
+            raise self._fail(name, f"its reference {tensor!r} is unreadable: {exc}") from None
+        if np.asarray(base).shape != bits.shape:
+            raise self._fail(name, f"its reference {tensor!r} has another shape")
+        attrs = reader._entries[tensor].attrs
+        recorded = isinstance(attrs, dict) and isinstance(attrs.get("sha256"), str)
+        bad = _base_mismatch(config["reference"], np.asarray(base), check, recorded)
+        if bad is not None:
+            raise self._fail(name, f"its reference {tensor!r} is not the tensor it was "
+                             f"written against (another {bad})")  # fmt: skip
+        if not bits.flags.writeable:
+            bits = bits.copy()
+        value = delta.inverse(config["transform"], bits, base).view(doc_dtype(doc))
+        record = self._entries[name].attrs
+        own_hash = record.get("sha256") if isinstance(record, dict) else None
+        if check and isinstance(own_hash, str) and delta.sha256(value) != own_hash:
+            raise self._fail(name, "its bits differ from the SHA-256 recorded at write")
+        return convert(value, to, owned=True)
+
+    def _delta_array(self, name: str, config: dict[str, Any]) -> DeltaArray:
+        member = self._entries[name]
+        coded = array_from_doc(self._store, member.path, delta.coded_doc(config["doc"], config))  # type: ignore[attr-defined]
+        reader, tensor = self._checked_reference(name, config)
+        return DeltaArray(coded, reader[tensor], config["transform"], doc_dtype(config["doc"]))
+
+    def _delta_to_device(self, name: str, to: str, device: str) -> Any:
+        from nncodecs.codecs.device import host_to_device
+
+        value = self.read_tensor(name, check=True)  # type: ignore[attr-defined]
+        return host_to_device(device, value, value.shape, to)
+
+    def _close_references(self) -> None:
+        for reader in getattr(self, "_ref_readers", {}).values():
+            reader.close()
+
+    def references(self) -> dict[str, dict[str, Any]]:
+        """Each tensor stored against another container's: {name: {"container",
+        "tensor", "transform", "depth"}} (the container as recorded)."""
+        out = {}
+        for name in self.keys():  # type: ignore[attr-defined]
+            config = self._delta_of(name)
+            if config is not None:
+                attrs = self._entries[name].attrs
+                depth = attrs.get("depth", 1) if isinstance(attrs, dict) else 1
+                out[name] = {
+                    "container": config["reference"]["container"],
+                    "tensor": config["reference"]["tensor"],
+                    "transform": config["transform"],
+                    "depth": depth,
+                }
+        return out
+
+
+def _base_mismatch(
+    ref: dict[str, Any], base: np.ndarray, check: bool, recorded: bool
+) -> str | None:
+    """Which hash of a reference's bits differs from what the delta recorded (``None``:
+    none). Its container's SHA-256 record, already compared, stands for its bits unless
+    ``check``; without one, the CRC32C the delta recorded is checked (fast), or the
+    SHA-256 (with ``check``, or where no CRC was recorded)."""
+    crc = ref.get("crc32c")
+    if not check and not recorded and isinstance(crc, int):
+        return "CRC32C" if delta.crc32c(base) != crc else None
+    if (check or not recorded) and delta.sha256(base) != ref["sha256"]:
+        return "SHA-256"
+    return None
+
+
+def _doc_of(node: Any) -> dict[str, Any]:
+    doc = node.metadata.to_dict()
+    doc.setdefault("attributes", {layout.ATTRS_KEY: dict(node.attrs.get(layout.ATTRS_KEY, {}))})
+    return doc

@@ -1,0 +1,232 @@
+"""A Writer's tensors stored against references: deltas and duplicates.
+
+Given ``reference=`` (one container, or several: the first is the one whose tensors
+of the same name are differenced against), a Writer records each dense tensor's
+SHA-256 and its chain depth, and stores a tensor
+
+- **as a duplicate** where a tensor of any reference (or of theirs, by the hashes they
+  recorded) has the same bits, dtype and shape: a delta array of zeros against it
+  (a few bytes a chunk), without reading it;
+- **as a delta** against the first reference's tensor of the same name, dtype and
+  shape, where the transform :func:`nncodecs.container.delta.choose` picks codes to
+  under 97% of the tensor stored whole;
+- **whole** otherwise, and where the reference is already ``max_chain`` deltas deep
+  (a keyframe).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from nncodecs.container import delta, docs, encoding, layout
+from nncodecs.container.references import recorded_location, resolve_reference
+from nncodecs.errors import ReferenceProblemError
+
+__all__ = ["DeltaWrites", "against", "delta_objects"]
+
+_WEIGHTS_CODECS = ("auto", "rans", "huffman")
+
+
+class _Ref:
+    """A reference container, opened for reading on first use."""
+
+    def __init__(self, target: Any, recorded: str) -> None:
+        self.target, self.recorded = target, recorded
+        self._reader: Any = None
+
+    @property
+    def reader(self) -> Any:
+        if self._reader is None:
+            from nncodecs.container.reader import Reader
+
+            try:
+                self._reader = Reader(self.target, references=[self.target])
+            except (OSError, ValueError) as exc:
+                raise ReferenceProblemError(f"reference {self.target}: {exc}") from None
+        return self._reader
+
+    def close(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
+
+
+class DeltaWrites:
+    """The Writer's part that stores tensors against references."""
+
+    _refs: list[_Ref]
+    _index: dict[str, tuple[_Ref, str, int]] | None
+    max_chain: int
+    hashes: bool
+    dedup: bool
+
+    def _init_references(
+        self, target: Any, reference: Any, max_chain: int, hashes: bool, dedup: bool = True
+    ) -> None:
+        if reference is None:
+            refs: list[Any] = []
+        elif isinstance(reference, list | tuple):
+            refs = list(reference)
+        else:
+            refs = [reference]
+        if int(max_chain) < 1:
+            raise ValueError(f"max_chain must be at least 1, got {max_chain!r}")
+        self.max_chain = int(max_chain)
+        self._refs = [_Ref(r, recorded_location(target, r)) for r in refs]
+        self._more: list[_Ref] = []  # (the containers duplicates were followed to)
+        self._target = target
+        self._index = None if dedup else {}
+        self.hashes = bool(hashes) or bool(self._refs)
+
+    def _close_references(self) -> None:
+        for ref in getattr(self, "_refs", []) + getattr(self, "_more", []):
+            ref.close()
+
+    def _dedup_index(self) -> dict[str, tuple[_Ref, str, int]]:
+        """sha256 -> (reference, tensor, chain depth) over the references' records,
+        the shallowest of equal tensors kept."""
+        if self._index is None:
+            index: dict[str, tuple[_Ref, str, int]] = {}
+            for ref in self._refs:
+                r = ref.reader
+                for name in r:
+                    attrs = r._entries[name].attrs
+                    digest = attrs.get("sha256") if isinstance(attrs, dict) else None
+                    if not isinstance(digest, str):
+                        continue
+                    found = self._origin(ref, name)
+                    if digest not in index or found[2] < index[digest][2]:
+                        index[digest] = found
+            self._index = index
+        return self._index
+
+    def _origin(self, ref: _Ref, name: str) -> tuple[_Ref, str, int]:
+        """(container, tensor, depth) holding a tensor's bits: a duplicate followed to
+        the tensor it refers to (so duplicates of duplicates never chain)."""
+        for _ in range(delta.MAX_CHAIN):
+            r = ref.reader
+            info = r.info(name)
+            if not (info.reference and info.reference.get("duplicate")):
+                break
+            try:
+                where = resolve_reference(ref.target, info.reference["container"], r._allowed)
+                origin = self._ref_at(where)
+                if info.reference["tensor"] not in origin.reader:
+                    break
+            except (ReferenceProblemError, OSError, ValueError):
+                break
+            ref, name = origin, info.reference["tensor"]
+        return ref, name, info.depth
+
+    def _ref_at(self, where: Any) -> _Ref:
+        """The reference container at ``where`` (one Reader a place)."""
+        for ref in self._refs + self._more:
+            if str(ref.target) == str(where):
+                return ref
+        self._more.append(_Ref(where, recorded_location(self._target, where)))
+        return self._more[-1]
+
+    def _tensor_hash(self, arr: np.ndarray, attrs: dict[str, Any]) -> str | None:
+        if not self.hashes or delta.bits_dtype(arr.dtype) is None:
+            return None
+        attrs["sha256"] = digest = delta.sha256(arr)
+        attrs["depth"] = 0
+        return digest
+
+    def _against_reference(
+        self, name: str, node: str, arr: np.ndarray, codec: str, attrs: dict, dims: Any
+    ) -> bool:
+        """Write ``arr`` as a duplicate or delta where that pays (True), else nothing."""
+        digest = attrs.get("sha256")
+        if digest is None or codec not in _WEIGHTS_CODECS or not self._refs:
+            return False
+        found = self._dedup_index().get(digest)
+        if found is not None and found[2] < self.max_chain:
+            ref, tname, depth = found
+            other = ref.reader.info(tname)
+            if tuple(other.shape) == arr.shape and other.dtype == arr.dtype:
+                coded = np.zeros(arr.shape, delta.bits_dtype(arr.dtype))
+                attrs["duplicate"] = True
+                where = {"container": ref.recorded, "tensor": tname, "sha256": digest}
+                self._write_delta(node, arr, coded, "xor", where, codec, attrs, dims, depth)
+                return True
+        first = self._refs[0]
+        r = first.reader
+        if name not in r or r.layout(name) != "dense":
+            return False
+        rattrs = r._entries[name].attrs
+        depth = int(rattrs.get("depth", 0)) if isinstance(rattrs, dict) else 0
+        info = r.info(name)
+        if depth >= self.max_chain or tuple(info.shape) != arr.shape or info.dtype != arr.dtype:
+            return False
+        base = r.read_tensor(name)
+        ref_hash = rattrs.get("sha256") if isinstance(rattrs, dict) else None
+        where = {"container": first.recorded, "tensor": name}
+        if not isinstance(ref_hash, str):  # (its container records no hashes: its CRC too)
+            ref_hash, where["crc32c"] = delta.sha256(base), delta.crc32c(base)  # type: ignore[assignment]
+        where["sha256"] = ref_hash
+        if ref_hash == digest:  # (a reference that records no hashes: found by its bits)
+            attrs["duplicate"] = True
+            transform, coded = "xor", np.zeros(arr.shape, delta.bits_dtype(arr.dtype))
+        else:
+            found_delta = against(arr, base, codec)
+            if found_delta is None:
+                return False
+            transform, coded = found_delta
+        self._write_delta(node, arr, coded, transform, where, codec, attrs, dims, depth)
+        return True
+
+    def _write_delta(
+        self, node: str, arr: np.ndarray, coded: np.ndarray, transform: str,
+        where: dict[str, str], codec: str, attrs: dict, dims: Any, depth: int,
+    ) -> None:  # fmt: skip
+        attrs["depth"] = depth + 1
+        objects, doc = delta_objects(
+            node,
+            arr,
+            coded,
+            transform,
+            where,
+            codec,
+            self.chunk_bytes,
+            attrs,
+            dims,  # type: ignore[attr-defined]
+        )
+        for key, data in objects:
+            self._queue_object(key, data)  # type: ignore[attr-defined]
+        self._queue_doc(node, doc)  # type: ignore[attr-defined]
+
+
+def against(arr: np.ndarray, base: np.ndarray, codec: str) -> tuple[str, np.ndarray] | None:
+    """(transform, coded bits) of ``arr`` against ``base`` where a difference codes
+    smaller than ``arr`` whole (:func:`nncodecs.container.delta.choose`), else ``None``."""
+    bits = docs.template(delta.bits_dtype(arr.dtype), arr.ndim, codec, False).encode
+    plain = docs.template(arr.dtype, arr.ndim, codec, False).encode
+    transform = delta.choose(arr, base, bits, len(plain(_sample(arr))))
+    return None if transform is None else (transform, delta.forward(transform, arr, base))
+
+
+def delta_objects(
+    node: str, arr: np.ndarray, coded: np.ndarray, transform: str, where: dict[str, str],
+    codec: str, chunk_bytes: int, attrs: dict[str, Any], dims: Any,
+) -> tuple[Any, dict[str, Any]]:  # fmt: skip
+    """The store objects (an iterator of (key, bytes)) and document of a delta array:
+    ``coded`` (the bits of ``arr`` against the reference ``where``) chunked as ``arr``
+    would be, coded by the weights codec, declared through the delta codec."""
+    grid = layout.chunking(arr.shape, arr.dtype.itemsize, chunk_bytes, codec)
+    chunks, shards = tuple(grid["chunks"]), grid.get("shards")
+    tmpl = docs.template(coded.dtype, arr.ndim, codec, shards is not None)
+    records = {**attrs, **layout.tensor_records(arr, codec)}
+    doc = docs.array_doc(tmpl, arr.shape, chunks, shards, dims, {layout.ATTRS_KEY: records})
+    tensor_doc = docs.template(arr.dtype, arr.ndim, codec, shards is not None).doc
+    objects = ((f"{node}/{k}", v) for k, v in encoding.objects(coded, tmpl, chunks, shards))
+    return objects, delta.delta_doc(doc, tensor_doc, transform, where)
+
+
+def _sample(arr: np.ndarray) -> np.ndarray:
+    """The rows :func:`nncodecs.container.delta.choose` codes."""
+    if not arr.ndim:
+        return arr
+    rows = max(1, delta.SAMPLE_BYTES // max(1, arr[0].nbytes))
+    return np.ascontiguousarray(arr[:rows])

@@ -1,0 +1,316 @@
+"""Checkpoint series (issue 19): tensors stored against a reference container, as
+differences or duplicates; read back exactly, sliced, verified; references that are
+missing, replaced or outside the store refused by name; the CLI, merge and archive."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+from conftest import optional_import
+from harness import same_bits
+
+import nncodecs
+from nncodecs import Reader, ReferenceNeededError, ReferenceProblemError, Writer
+from nncodecs.container import merge
+from nncodecs.container.delta import forward, inverse
+from nncodecs.container.references import resolve_reference
+from nncodecs.formats.safetensors import write_safetensors
+
+
+def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "nncodecs", *args], cwd=cwd, capture_output=True, text=True
+    )
+
+
+def series(steps: int, seed: int = 0, dtype: object = np.float32) -> list[dict[str, np.ndarray]]:
+    """A small training-run-like series: weights that move by a few ulps a step, a frozen
+    embedding, an int counter, a scalar."""
+    rng = np.random.default_rng(seed)
+    w = (rng.standard_normal((300, 64)) * 0.05).astype(np.float32)
+    b = (rng.standard_normal(64) * 0.01).astype(np.float32)
+    emb = (rng.standard_normal((50, 32)) * 0.1).astype(np.float32)
+    out = []
+    for step in range(steps):
+        if step:
+            w = w - 2e-5 * np.sign(rng.standard_normal(w.shape)).astype(np.float32)
+            b = b - 2e-5 * np.sign(rng.standard_normal(b.shape)).astype(np.float32)
+        out.append({
+            "layer.weight": w.astype(dtype), "layer.bias": b.astype(dtype),
+            "embed.weight": emb.astype(dtype), "steps": np.array([step] * 8, np.int64),
+            "scale": np.array(0.5 + step, np.float32),
+        })  # fmt: skip
+    return out
+
+
+def write(path: Path, tensors: dict[str, np.ndarray], **kw: object) -> Path:
+    with Writer(path, **kw) as w:
+        for name, arr in tensors.items():
+            w.add_tensor(name, arr)
+    return path
+
+
+def stored(path: Path) -> int:
+    return path.stat().st_size if path.is_file() else sum(
+        f.stat().st_size for f in path.rglob("*") if f.is_file()
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("transform", ["xor", "sub"])
+@pytest.mark.parametrize(
+    "dtype", ["float32", "bfloat16", "float16", "float8_e4m3fn", "int8", "uint64", "float64"]
+)
+def test_transforms_invert_on_every_bit_pattern_width(transform: str, dtype: str) -> None:
+    rng = np.random.default_rng(1)
+    dt = np.dtype(getattr(ml_dtypes, dtype, None) or dtype)
+    a = rng.integers(0, 256, 4000 * dt.itemsize, dtype=np.uint8).view(dt)
+    b = rng.integers(0, 256, 4000 * dt.itemsize, dtype=np.uint8).view(dt)
+    coded = forward(transform, a, b)
+    assert same_bits(inverse(transform, coded.copy(), b).view(dt), a)
+
+
+@pytest.mark.parametrize("suffix", [".zarr", ".zarr.zip"])
+@pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16, np.float16])
+def test_delta_round_trip_info_and_size(tmp_path: Path, suffix: str, dtype: object) -> None:
+    s = series(3, dtype=dtype)
+    paths = [write(tmp_path / f"s0{suffix}", s[0])]
+    for k in (1, 2):
+        paths.append(write(tmp_path / f"s{k}{suffix}", s[k], reference=paths[-1]))
+    whole = write(tmp_path / f"whole{suffix}", s[2])
+    assert stored(paths[2]) < 0.6 * stored(whole)
+    with Reader(paths[2]) as r:
+        for name, arr in s[2].items():
+            assert same_bits(r.read_tensor(name), arr), name
+        info = r.info("layer.weight")
+        assert info.reference == {"container": f"s1{suffix}", "tensor": "layer.weight",
+                                  "transform": info.reference["transform"],
+                                  "duplicate": False}  # fmt: skip
+        assert info.depth == 2 and info.dtype == np.dtype(dtype).name
+        emb = r.info("embed.weight")
+        assert emb.reference["duplicate"] and emb.reference["container"] == f"s0{suffix}"
+        assert emb.depth == 1  # (the shallowest of equal tensors: s0's, not s1's copy)
+        assert emb.stored_bytes < 1200  # (its zarr.json, and a constant chunk of 22 bytes)
+        assert r.info("scale").reference is None  # (a scalar that moved: no difference pays)
+        r.verify()
+        assert same_bits(r["layer.weight"][10:20, 3:9], s[2]["layer.weight"][10:20, 3:9])
+        assert same_bits(np.asarray(r["layer.weight"]), s[2]["layer.weight"])
+        assert same_bits(r.to_dask("layer.weight").compute(), s[2]["layer.weight"])
+
+
+def test_duplicates_found_under_another_name_and_off_without_dedup(tmp_path: Path) -> None:
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((200, 50)).astype(np.float32)
+    # (found by the hashes a container records: with hashes=True, or written against one)
+    unhashed = write(tmp_path / "unhashed.zarr", {"encoder.weight": a})
+    other = write(tmp_path / "other.zarr", {"decoder.weight": a.copy()}, reference=unhashed)
+    with Reader(other) as r:
+        assert r.info("decoder.weight").reference is None
+    base = write(tmp_path / "base.zarr", {"encoder.weight": a}, hashes=True)
+    tied = write(tmp_path / "tied.zarr", {"decoder.weight": a.copy()}, reference=base)
+    with Reader(tied) as r:
+        ref = r.info("decoder.weight").reference
+        assert ref["duplicate"] and ref["tensor"] == "encoder.weight"
+        assert same_bits(r.read_tensor("decoder.weight"), a)
+    off = write(tmp_path / "off.zarr", {"decoder.weight": a.copy()}, reference=base, dedup=False)
+    with Reader(off) as r:
+        assert r.info("decoder.weight").reference is None  # (no tensor of that name there)
+
+
+def test_chains_are_bounded_by_keyframes(tmp_path: Path) -> None:
+    s = series(6)
+    prev = write(tmp_path / "c0.zarr", s[0])
+    depths = [0]
+    for k in range(1, 6):
+        prev = write(tmp_path / f"c{k}.zarr", s[k], reference=prev, max_chain=2)
+        with Reader(prev) as r:
+            depths.append(r.info("layer.weight").depth)
+    assert depths == [0, 1, 2, 0, 1, 2]
+    with pytest.raises(ValueError, match="max_chain"):
+        Writer(tmp_path / "bad.zarr", reference=prev, max_chain=0)
+
+
+def test_a_plain_zarr_reader_is_refused_never_given_wrong_numbers(tmp_path: Path) -> None:
+    import zarr
+
+    s = series(2)
+    base = write(tmp_path / "a.zarr", s[0])
+    step = write(tmp_path / "b.zarr", s[1], reference=base)
+    z = zarr.open_group(str(step), mode="r")["layer.weight"]
+    assert z.shape == (300, 64) and z.dtype == np.float32
+    with pytest.raises(ReferenceNeededError, match=r"read it with nncodecs\.Reader"):
+        z[:]
+
+
+def test_missing_replaced_and_corrupt_references_are_named(tmp_path: Path) -> None:
+    s = series(2)
+    base = write(tmp_path / "a.zarr", s[0])
+    step = write(tmp_path / "b.zarr", s[1], reference=base)
+    shutil.move(base, tmp_path / "moved.zarr")
+    with Reader(step) as r:
+        assert same_bits(r.read_tensor("steps"), s[1]["steps"])  # (ints: stored whole? any)
+        with pytest.raises(
+            ReferenceProblemError, match=r"'layer\.weight'.*'a\.zarr'.*cannot be opened"
+        ):
+            r.read_tensor("layer.weight")
+        with pytest.raises(ReferenceProblemError, match="layer"):
+            r.verify()
+    out = run("verify", str(step), cwd=tmp_path)
+    assert out.returncode != 0 and "a.zarr" in out.stderr and "layer." in out.stderr
+    # Moved: named on the command line, as the recorded place's new home.
+    with Reader(step, references={"a.zarr": str(tmp_path / "moved.zarr")}) as r:
+        r.verify()
+    # Another container under the reference's name: not the tensors it was written against.
+    write(tmp_path / "a.zarr", series(2, seed=9)[0])
+    with Reader(step) as r, pytest.raises(ReferenceProblemError, match="not the tensor"):
+        r.read_tensor("layer.weight")
+    # A damaged chunk of the reference: its frame's CRC names it.
+    shutil.rmtree(tmp_path / "a.zarr")
+    shutil.copytree(tmp_path / "moved.zarr", tmp_path / "a.zarr")
+    chunk = next((tmp_path / "a.zarr" / "layer.weight" / "c").rglob("*"))
+    while chunk.is_dir():
+        chunk = next(chunk.iterdir())
+    data = bytearray(chunk.read_bytes())
+    data[len(data) // 2] ^= 0x40
+    chunk.write_bytes(bytes(data))
+    with Reader(step) as r, pytest.raises(ReferenceProblemError, match=r"layer\.weight"):
+        r.read_tensor("layer.weight", check=True)
+
+
+def test_a_slice_decodes_only_the_reference_chunks_it_needs(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((512, 256)).astype(np.float32)
+    b = a + np.float32(1e-6) * rng.standard_normal(a.shape).astype(np.float32)
+    base = write(tmp_path / "a.zarr", {"w": a}, chunk_bytes=64 << 10)  # 64 rows a chunk
+    step = write(tmp_path / "b.zarr", {"w": b}, reference=base, chunk_bytes=64 << 10)
+    (tmp_path / "a.zarr" / "w" / "c" / "7" / "0").unlink()  # the last chunk: rows 448..511
+    with Reader(step) as r:
+        assert same_bits(r["w"][:400], b[:400])
+        with pytest.raises(nncodecs.CorruptDataError):
+            r.read_tensor("w")
+
+
+@pytest.mark.parametrize(
+    "recorded",
+    ["../x.zarr", "/etc/passwd", "a/../../b.zarr", "C:\\x.zarr", "s3://bucket/x.zarr", "", ".."],
+)
+def test_references_never_lead_outside_the_store(tmp_path: Path, recorded: str) -> None:
+    with pytest.raises(ReferenceProblemError):
+        resolve_reference(str(tmp_path / "c.zarr"), recorded, {})
+
+
+def test_a_reference_elsewhere_is_followed_only_where_named(tmp_path: Path) -> None:
+    (tmp_path / "other").mkdir()
+    (tmp_path / "store").mkdir()
+    s = series(2)
+    base = write(tmp_path / "other" / "a.zarr.zip", s[0])
+    step = write(tmp_path / "store" / "b.zarr.zip", s[1], reference=base)
+    with Reader(step) as r, pytest.raises(ReferenceProblemError, match="outside"):
+        r.read_tensor("layer.weight")
+    with Reader(step, references=[base]) as r:
+        r.verify()
+    out = run("verify", str(step), "--reference", str(base), cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "stored against references" in out.stdout
+
+
+def test_cli_compress_against_a_reference_restores_byte_identical(tmp_path: Path) -> None:
+    s = series(3)
+    files = []
+    for k, tensors in enumerate(s):
+        files.append(tmp_path / f"ckpt-{k}.safetensors")
+        write_safetensors(files[-1], tensors.items())
+    assert run("compress", str(files[0]), "-o", "ckpt-0.zarr.zip", cwd=tmp_path).returncode == 0
+    for k in (1, 2):
+        out = run("compress", str(files[k]), "-o", f"ckpt-{k}.zarr.zip", "--reference",
+                  f"ckpt-{k - 1}.zarr.zip", cwd=tmp_path)  # fmt: skip
+        assert out.returncode == 0, out.stderr
+    info = run("info", "ckpt-2.zarr.zip", cwd=tmp_path)
+    assert (
+        "= ckpt-1.zarr.zip (2)" in info.stdout
+        and "same bits as = ckpt-0.zarr.zip (1)" in info.stdout
+    )
+    js = json.loads(run("info", "ckpt-2.zarr.zip", "--json", cwd=tmp_path).stdout)
+    assert {t["name"]: t["depth"] for t in js["tensors"]}["layer.weight"] == 2
+    out = run("decompress", "ckpt-2.zarr.zip", "-o", "back.safetensors", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    digest = [
+        hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in (files[2], tmp_path / "back.safetensors")
+    ]
+    assert digest[0] == digest[1]
+    assert run("verify", "ckpt-2.zarr.zip", cwd=tmp_path).returncode == 0
+    assert run("merge", "ckpt-2.zarr.zip", "-o", "whole.zarr.zip", cwd=tmp_path).returncode == 0
+    with Reader(tmp_path / "whole.zarr.zip") as r:
+        assert all(r.info(n).reference is None for n in r)
+        assert all(same_bits(r.read_tensor(n), a) for n, a in s[2].items())
+
+
+def test_merge_writes_followed_tensors_whole(tmp_path: Path) -> None:
+    s = series(2)
+    base = write(tmp_path / "a.zarr", s[0])
+    step = write(tmp_path / "b.zarr", s[1], reference=base)
+    merge([step], tmp_path / "m.zarr")
+    shutil.rmtree(base)
+    with Reader(tmp_path / "m.zarr") as r:
+        assert all(same_bits(r.read_tensor(n), a) for n, a in s[1].items())
+
+
+@pytest.mark.parametrize("scheduler", ["threads", "sync"])
+def test_archive_a_series_against_the_previous(tmp_path: Path, scheduler: str) -> None:
+    optional_import("dask")
+    s = series(5)
+    result = nncodecs.archive({f"step-{k}": t for k, t in enumerate(s)}, tmp_path / "store",
+                              scheduler=scheduler, delta="previous", max_chain=2,
+                              progress=False)  # fmt: skip
+    assert result.tensors == 25
+    depths = []
+    for k, tensors in enumerate(s):
+        with Reader(tmp_path / "store" / f"step-{k}") as r:
+            assert all(same_bits(r.read_tensor(n), a) for n, a in tensors.items())
+            depths.append(r.info("layer.weight").depth)
+            if k:
+                assert r.info("embed.weight").reference["duplicate"]
+            r.verify()
+    assert depths == [0, 1, 2, 0, 1]
+    with pytest.raises(ValueError, match="series"):
+        nncodecs.archive(s[0], tmp_path / "one", delta="previous")
+    with pytest.raises(ValueError, match="weights codec"):
+        nncodecs.archive({"a": s[0], "b": s[1]}, tmp_path / "z", delta="previous", codec="zstd")
+
+
+def test_a_real_fine_tune_series_stores_small_and_frozen_layers_as_references(
+    tmp_path: Path,
+) -> None:
+    optional_import("torch")
+    optional_import("transformers")
+    from nncodecs.datasets import minilm_checkpoints
+
+    for frozen in (False, True):
+        run_dir = tmp_path / f"frozen-{frozen}"
+        steps = minilm_checkpoints(run_dir, steps=2, frozen=frozen)
+        prev = None
+        for k, paths in enumerate(steps):
+            out = run_dir / f"step-{k}.zarr.zip"
+            nncodecs.formats.compress(paths["float32"], out, reference=prev)
+            prev = out
+        with Reader(prev) as r:
+            refs = r.references()
+            if frozen:  # embeddings and layers 0-1: the same bits as step 0's
+                frozen_names = [n for n in r if n.startswith(("embeddings.", "encoder.layer.0."))]
+                assert frozen_names and all(r.info(n).reference["duplicate"] for n in frozen_names)
+                # (each: its zarr.json and a constant frame of ~22 bytes a chunk)
+                assert all(r.info(n).stored_bytes < 4096 for n in frozen_names)
+            assert len(refs) >= 100
+        whole = stored(run_dir / "step-0.zarr.zip")
+        assert stored(prev) < 0.4 * whole
+        back = run_dir / "back.safetensors"
+        nncodecs.formats.decompress(prev, back)
+        assert back.read_bytes() == steps[-1]["float32"].read_bytes()
