@@ -39,6 +39,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse
 import hashlib
+import itertools
 import json
 import shutil
 import subprocess
@@ -158,7 +159,7 @@ def run_zipnn(files: list[Path], dtype: str) -> dict[str, Any]:
 
     z = zipnn.ZipNN(input_format="byte", bytearray_dtype=dtype, delta_compressed_type="byte")
     enc, dec, stored, exact = [], [], [], True
-    for prev, cur in zip(files, files[1:], strict=False):
+    for prev, cur in itertools.pairwise(files):
         a, b = prev.read_bytes(), cur.read_bytes()
         t0 = time.perf_counter()
         blob = z.compress(bytearray(b), delta_second_data=bytearray(a))
@@ -174,7 +175,7 @@ def run_zipnn(files: list[Path], dtype: str) -> dict[str, Any]:
 
 def run_zstd(files: list[Path], tmp: Path) -> dict[str, Any]:
     enc, dec, stored, exact = [], [], [], True
-    for prev, cur in zip(files, files[1:], strict=False):
+    for prev, cur in itertools.pairwise(files):
         blob, back = tmp / "d.zst", tmp / "back"
         t0 = time.perf_counter()
         subprocess.run(["zstd", "-3", "-q", "-f", f"--patch-from={prev}", str(cur), "-o",
@@ -260,8 +261,8 @@ def main() -> None:
             if shutil.which("zstd"):
                 results["zstd -3 --patch-from"] = run_zstd(files, out)
             table(f"{series_name} series, {dtype}", raw, results, args.steps)
-    print(f"\nnncodecs' chain bound: {chain} (a keyframe after {chain} differences); "
-          f"'one tensor': {TENSOR} of the last step, a fresh Reader, (its chain depth)")  # fmt: skip
+    print(f"\nnncodecs' chain bound: {chain} (a keyframe after {chain} differences); 'one "
+          f"tensor': {TENSOR} of the last step, a fresh Reader, (its chain depth)")  # fmt: skip
 
 
 if __name__ == "__main__":
