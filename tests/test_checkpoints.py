@@ -188,7 +188,8 @@ def test_a_slice_decodes_only_the_reference_chunks_it_needs(tmp_path: Path) -> N
     rng = np.random.default_rng(3)
     a = rng.standard_normal((512, 256)).astype(np.float32)
     b = a + np.float32(1e-6) * rng.standard_normal(a.shape).astype(np.float32)
-    base = write(tmp_path / "a.zarr", {"w": a}, chunk_bytes=64 << 10)  # 64 rows a chunk
+    # (its hash recorded: it stands for its bits, so a slice need not check them whole)
+    base = write(tmp_path / "a.zarr", {"w": a}, chunk_bytes=64 << 10, hashes=True)  # 64 rows
     step = write(tmp_path / "b.zarr", {"w": b}, reference=base, chunk_bytes=64 << 10)
     (tmp_path / "a.zarr" / "w" / "c" / "7" / "0").unlink()  # the last chunk: rows 448..511
     with Reader(step) as r:
@@ -314,3 +315,97 @@ def test_a_real_fine_tune_series_stores_small_and_frozen_layers_as_references(
         back = run_dir / "back.safetensors"
         nncodecs.formats.decompress(prev, back)
         assert back.read_bytes() == steps[-1]["float32"].read_bytes()
+
+
+def forge(container: Path, node: str, change: object) -> None:
+    """Edit a node's document in a directory container: its own zarr.json and the root's
+    consolidated copy (which a Reader reads)."""
+    root = json.loads((container / "zarr.json").read_text())
+    doc = root["consolidated_metadata"]["metadata"][node]
+    change(doc)  # type: ignore[operator]
+    (container / "zarr.json").write_text(json.dumps(root))
+    (container / node / "zarr.json").write_text(json.dumps(doc))
+
+
+def test_slices_check_a_reference_that_records_no_hash(tmp_path: Path) -> None:
+    s = series(2)
+    base = write(tmp_path / "a.zarr", s[0])  # (no hashes: a plain first checkpoint)
+    step = write(tmp_path / "b.zarr", s[1], reference=base)
+    with Reader(step) as r:  # intact: sliced, single elements too (0-d results)
+        w = s[1]["layer.weight"]
+        assert same_bits(r["layer.weight"][5], w[5]) and same_bits(r["layer.weight"][3, 7], w[3, 7])
+        assert same_bits(r.to_dask("layer.bias")[5].compute(), s[1]["layer.bias"][5])
+    shutil.rmtree(base)
+    other = series(2, seed=5)[0]
+    write(tmp_path / "a.zarr", other)  # same names and shapes, other bits, no hashes
+    with Reader(step) as r:
+        for read in (lambda: r["layer.weight"][:5], lambda: r.to_dask("layer.weight")[:5].compute(),
+                     lambda: r.read_tensor("layer.weight")):  # fmt: skip
+            with pytest.raises(ReferenceProblemError, match="not the tensor"):
+                read()
+
+
+def test_a_container_is_never_its_own_reference_and_chains_stay_readable(tmp_path: Path) -> None:
+    s = series(2)
+    base = write(tmp_path / "a.zarr", s[0])
+    with pytest.raises(ValueError, match="its own reference"):
+        Writer(tmp_path / "a.zarr", overwrite=True, reference=tmp_path / "./a.zarr")
+    with Reader(base) as r:  # untouched
+        assert same_bits(r.read_tensor("layer.weight"), s[0]["layer.weight"])
+    for bad in (0, 65, 1.5, True):
+        with pytest.raises((ValueError, TypeError), match="max_chain"):
+            Writer(tmp_path / "c.zarr", reference=base, max_chain=bad)
+
+
+def test_a_moved_container_finds_its_references_by_name(tmp_path: Path) -> None:
+    s = series(3)
+    files = []
+    for k, tensors in enumerate(s):
+        files.append(tmp_path / f"ckpt-{k}.safetensors")
+        write_safetensors(files[-1], tensors.items())
+        ref = ["--reference", f"ckpt-{k - 1}.zarr.zip"] if k else []
+        out = run("compress", files[-1].name, "-o", f"ckpt-{k}.zarr.zip", *ref, cwd=tmp_path)
+        assert out.returncode == 0, out.stderr
+    (tmp_path / "moved").mkdir()
+    shutil.move(tmp_path / "ckpt-2.zarr.zip", tmp_path / "moved" / "ckpt-2.zarr.zip")
+    out = run("decompress", "moved/ckpt-2.zarr.zip", "-o", "back.safetensors", cwd=tmp_path)
+    assert out.returncode != 0 and "nncodecs: reference:" in out.stderr
+    out = run("decompress", "moved/ckpt-2.zarr.zip", "-o", "back.safetensors", "--reference",
+              "ckpt-1.zarr.zip", "--reference", "ckpt-0.zarr.zip", cwd=tmp_path)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "back.safetensors").read_bytes() == files[2].read_bytes()
+
+
+def test_forged_records_and_references_of_another_shape_are_refused(tmp_path: Path) -> None:
+    s = series(2)
+    base = write(tmp_path / "a.zarr", s[0], hashes=True)
+    step = write(tmp_path / "b.zarr", s[1], reference=base)
+    for depth in ("x", [1], -100, 0, 65):
+        forge(step, "layer.weight", lambda d, v=depth: d["attributes"]["nncodecs"].update(depth=v))
+        with Reader(step) as r, pytest.raises(nncodecs.CorruptDataError, match="depth"):
+            r.read_tensor("layer.weight")
+        with pytest.raises(ReferenceProblemError, match="depth"):
+            write(tmp_path / "c.zarr", s[1], reference=step, overwrite=True)
+    forge(step, "layer.weight", lambda d: d["attributes"]["nncodecs"].update(depth=1))
+
+    def other_tensor(d: dict) -> None:
+        d["codecs"][0]["configuration"]["reference"]["tensor"] = "embed.weight"
+        d["codecs"][0]["configuration"]["reference"]["sha256"] = "0" * 64
+
+    forge(step, "layer.weight", other_tensor)
+    with Reader(step) as r:
+        with pytest.raises(ReferenceProblemError):
+            r["layer.weight"][:3]
+        with pytest.raises(ReferenceProblemError):
+            r.read_tensor("layer.weight")
+
+
+def test_a_damaged_reference_chunk_is_named_in_a_slice(tmp_path: Path) -> None:
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((512, 64)).astype(np.float32)
+    base = write(tmp_path / "a.zarr", {"w": a}, chunk_bytes=16 << 10, hashes=True)
+    step = write(tmp_path / "b.zarr", {"w": a + np.float32(1e-6)}, reference=base,
+                 chunk_bytes=16 << 10)  # fmt: skip
+    (tmp_path / "a.zarr" / "w" / "c" / "0" / "0").unlink()
+    with Reader(step) as r, pytest.raises(ReferenceProblemError, match=r"reference.*'w'"):
+        r["w"][:10]

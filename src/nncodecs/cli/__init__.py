@@ -55,9 +55,10 @@ def _run(args: argparse.Namespace) -> int:
     except BrokenPipeError:  # (``nncodecs info ... | head``: the reader has all it wanted)
         return _closed_pipe()
     except Exception as exc:  # one line for people, not a traceback
-        from nncodecs.errors import CorruptDataError
+        from nncodecs.errors import CorruptDataError, ReferenceProblemError
 
         kind = "corrupt data" if isinstance(exc, CorruptDataError) else "error"
+        kind = "reference" if isinstance(exc, ReferenceProblemError) else kind
         text = " ".join(str(exc).split()) or type(exc).__name__
         print(f"nncodecs: {kind}: {_with_path(text, exc, args)}", file=sys.stderr)
         _quiet_exit()

@@ -82,8 +82,10 @@ FORCE_HELP = "replace an existing output (a directory only if it is an nncodecs 
 
 
 READ_REFERENCE_HELP = (
-    "a container outside the input's directory that its tensors are stored against "
-    "(repeatable; references beside the input are found without it)"
+    "a container the input's tensors are stored against, where it is not where the "
+    "input records it (outside the input's directory, or moved): it stands for the "
+    "recorded reference of the same file name (repeatable; those found beside the "
+    "input need no option)"
 )
 
 

@@ -23,12 +23,9 @@ from zarr.abc.codec import ArrayBytesCodec
 from zarr.core.array_spec import ArraySpec
 
 from nncodecs.errors import ReferenceNeededError
+from nncodecs.frame.delta import CODEC_ID, TRANSFORMS, check_config
 
 __all__ = ["CODEC_ID", "TRANSFORMS", "Delta"]
-
-CODEC_ID = "nncodecs.delta"
-#: ``xor``: the bits XORed; ``sub``: the bits' difference (modulo 2^width), zigzag-coded.
-TRANSFORMS = ("xor", "sub")
 
 
 @dataclass(frozen=True)
@@ -41,25 +38,15 @@ class Delta(ArrayBytesCodec):
     is_fixed_size = False
 
     def __post_init__(self) -> None:
-        if self.transform not in TRANSFORMS:
-            raise ValueError(f"{CODEC_ID}: transform must be one of {TRANSFORMS}")
-        ref = self.reference
-        if not (isinstance(ref, dict) and all(isinstance(ref.get(k), str) for k in _REF_KEYS)):
-            raise ValueError(f"{CODEC_ID}: reference must hold {', '.join(_REF_KEYS)} strings")
-        if not isinstance(self.codec, dict):
-            raise ValueError(f"{CODEC_ID}: codec must be a codec's JSON")
+        check_config(self.to_dict())
 
     def __hash__(self) -> int:
         return hash(json.dumps(self.to_dict(), sort_keys=True))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Self:
-        config = data.get("configuration")
-        if data.get("name") != CODEC_ID or not isinstance(config, dict):
-            raise ValueError(f"not a {CODEC_ID} codec: {data!r}")
-        if config.keys() != {"transform", "reference", "codec"}:
-            raise ValueError(f"{CODEC_ID}: configuration keys must be transform, reference, codec")
-        return cls(config["transform"], dict(config["reference"]), dict(config["codec"]))
+        config = check_config(data)
+        return cls(config["transform"], config["reference"], config["codec"])
 
     def to_dict(self) -> dict[str, Any]:
         config = {"transform": self.transform, "reference": self.reference, "codec": self.codec}
@@ -81,6 +68,3 @@ class Delta(ArrayBytesCodec):
 
     def compute_encoded_size(self, input_byte_length: int, chunk_spec: ArraySpec) -> int:
         raise NotImplementedError
-
-
-_REF_KEYS = ("container", "tensor", "sha256")

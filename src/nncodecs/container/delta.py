@@ -22,12 +22,13 @@ from typing import Any
 
 import numpy as np
 
-from nncodecs.codecs.delta import CODEC_ID, TRANSFORMS
 from nncodecs.errors import CorruptDataError
+from nncodecs.frame.delta import CODEC_ID, TRANSFORMS, check_config
 
 __all__ = [
     "MAX_CHAIN",
     "bits_dtype",
+    "check_max_chain",
     "choose",
     "coded_doc",
     "crc32c",
@@ -35,6 +36,7 @@ __all__ = [
     "delta_doc",
     "forward",
     "inverse",
+    "record_depth",
     "sha256",
 ]
 
@@ -42,10 +44,36 @@ __all__ = [
 #: is this many deltas deep is stored whole (a keyframe), so a read decodes at most
 #: this many arrays beside its own.
 MAX_CHAIN = 8
+#: Deepest chain a Reader follows, and so the largest ``max_chain`` a Writer takes.
+MAX_FOLLOW = 64
 #: A delta is kept where it codes to at most this share of the tensor stored whole.
 MIN_SAVING = 0.97
 #: The sample the choice codes: this many bytes of the tensor's first rows.
 SAMPLE_BYTES = 1 << 20
+
+
+def check_max_chain(max_chain: Any) -> int:
+    """A ``max_chain`` setting, checked: 1 to MAX_FOLLOW (a Reader follows no deeper)."""
+    if isinstance(max_chain, bool) or not isinstance(max_chain, int | np.integer):
+        raise TypeError(f"max_chain must be an integer, got {max_chain!r}")
+    if not 1 <= int(max_chain) <= MAX_FOLLOW:
+        raise ValueError(f"max_chain must be 1 to {MAX_FOLLOW}, got {max_chain}")
+    return int(max_chain)
+
+
+def record_depth(attrs: Any, delta: bool) -> int:
+    """A tensor's chain depth from its records, checked (CorruptDataError where damaged):
+    0 for a tensor stored whole, 1 to MAX_FOLLOW for a delta."""
+    depth = attrs.get("depth", 1 if delta else 0) if isinstance(attrs, dict) else None
+    ok = type(depth) is int and (1 <= depth <= MAX_FOLLOW if delta else depth == 0)
+    digest = attrs.get("sha256") if isinstance(attrs, dict) else None
+    if not ok or not (digest is None or _is_hex64(digest)):
+        raise CorruptDataError(f"its depth or sha256 record is damaged ({depth!r}, {digest!r})")
+    return depth
+
+
+def _is_hex64(text: Any) -> bool:
+    return isinstance(text, str) and len(text) == 64 and all(c in "0123456789abcdef" for c in text)
 
 
 def bits_dtype(dtype: np.dtype) -> np.dtype | None:
@@ -98,16 +126,19 @@ def inverse(transform: str, coded: np.ndarray, ref: np.ndarray) -> np.ndarray:
     """The tensor's bits from its coded bits and its reference's (in place in ``coded``,
     which must be writable: the result, as the unsigned type)."""
     udt = coded.dtype
-    r = np.ascontiguousarray(ref).view(udt).reshape(coded.shape)
+    flat = coded.reshape(-1)  # (a view, 1-d: ufuncs on 0-d arrays return scalars)
+    r = np.ascontiguousarray(ref).view(udt).reshape(-1)
     if transform == "xor":
-        return np.bitwise_xor(coded, r, out=coded)
+        np.bitwise_xor(flat, r, out=flat)
+        return coded
     if transform != "sub":
         raise CorruptDataError(f"{CODEC_ID}: unknown transform {transform!r}")
-    low = np.bitwise_and(coded, 1)
+    low = np.bitwise_and(flat, 1)
     np.negative(low, out=low)  # (0 or all ones)
-    np.right_shift(coded, 1, out=coded)
-    np.bitwise_xor(coded, low, out=coded)
-    return np.add(coded, r, out=coded)
+    np.right_shift(flat, 1, out=flat)
+    np.bitwise_xor(flat, low, out=flat)
+    np.add(flat, r, out=flat)
+    return coded
 
 
 def choose(
@@ -149,10 +180,8 @@ def delta_config(doc: Any) -> dict[str, Any] | None:
             found = _find((c.get("configuration") or {}).get("codecs"))
     if found is None:
         return None
-    from nncodecs.codecs.delta import Delta
-
     try:
-        return Delta.from_dict(found[1]).to_dict()["configuration"]
+        return check_config(found[1])
     except (TypeError, ValueError, KeyError) as exc:
         raise CorruptDataError(f"its {CODEC_ID} codec is malformed ({exc})") from None
 

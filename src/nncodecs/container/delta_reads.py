@@ -22,23 +22,27 @@ import numpy as np
 from nncodecs.container import delta, layout
 from nncodecs.container.arrays import convert
 from nncodecs.container.declared import Declared, declared, doc_dtype
+from nncodecs.container.files import local_target
 from nncodecs.container.references import allowed_references, resolve_reference
 from nncodecs.container.zarr_docs import array_from_doc
+from nncodecs.dtypes import dtype_name
 from nncodecs.errors import CorruptDataError, ReferenceProblemError
 
 __all__ = ["DeltaArray", "DeltaReads"]
 
 #: Deepest chain a Reader follows (a container's own bound is its writer's max_chain;
 #: this stops a forged or cyclic one).
-MAX_FOLLOW = 64
+MAX_FOLLOW = delta.MAX_FOLLOW
 
 
 class DeltaArray:
     """A delta tensor sliced as a NumPy-style array: ``a[i:j]`` decodes the chunks of
     its coded bits and of its reference that hold rows ``i:j``, no others."""
 
-    def __init__(self, coded: Any, reference: Any, transform: str, dtype: np.dtype) -> None:
-        self._coded, self._ref, self._transform = coded, reference, transform
+    def __init__(
+        self, coded: Any, reference: Any, transform: str, dtype: np.dtype, fail: Any
+    ) -> None:
+        self._coded, self._ref, self._transform, self._fail = coded, reference, transform, fail
         self.dtype, self.shape = np.dtype(dtype), tuple(coded.shape)
         self.ndim, self.chunks = len(self.shape), tuple(coded.chunks)
 
@@ -55,7 +59,12 @@ class DeltaArray:
 
     def __getitem__(self, index: Any) -> np.ndarray:
         coded = np.array(self._coded[index], copy=True)
-        base = np.asarray(self._ref[index])
+        try:
+            base = np.asarray(self._ref[index])
+        except ReferenceProblemError:
+            raise
+        except (CorruptDataError, OSError) as exc:
+            raise self._fail(f"its reference is unreadable there: {exc}") from None
         return delta.inverse(self._transform, coded, base).view(self.dtype)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
@@ -73,7 +82,7 @@ class DeltaReads:
         self._target = target
         self._allowed = allowed_references(references)
         self._references_arg = references
-        self._chain = chain
+        self._chain = chain if chain else (_place(target),)
         self._ref_readers: dict[str, Any] = {}
         self._deltas: dict[str, dict[str, Any] | None] = {}
 
@@ -89,7 +98,11 @@ class DeltaReads:
                 except CorruptDataError as exc:
                     raise self._error(name, exc) from None  # type: ignore[attr-defined]
                 if found is not None:
-                    found = {**found, "doc": doc}
+                    try:
+                        depth = delta.record_depth(member.attrs, True)
+                    except CorruptDataError as exc:
+                        raise self._error(name, exc) from None  # type: ignore[attr-defined]
+                    found = {**found, "doc": doc, "depth": depth}
             self._deltas[name] = found
         return self._deltas[name]
 
@@ -103,9 +116,12 @@ class DeltaReads:
         except ReferenceProblemError as exc:
             raise self._fail(name, str(exc)) from None
         if where not in self._ref_readers:
-            key = str(where)
-            if key in self._chain or len(self._chain) >= MAX_FOLLOW:
-                raise self._fail(name, f"{what}: a cycle, or a chain over {MAX_FOLLOW} deep")
+            key = _place(where)
+            if key in self._chain:
+                raise self._fail(name, f"{what}: a cycle (that container is already on "
+                                 "this chain of references)")  # fmt: skip
+            if len(self._chain) > MAX_FOLLOW:
+                raise self._fail(name, f"{what}: a chain of references over {MAX_FOLLOW} deep")
             try:  # (a Reader like this one: type(self), not an import of reader.py)
                 self._ref_readers[where] = type(self)(
                     where, references=self._references_arg, _chain=(*self._chain, key)
@@ -186,7 +202,20 @@ class DeltaReads:
         member = self._entries[name]
         coded = array_from_doc(self._store, member.path, delta.coded_doc(config["doc"], config))  # type: ignore[attr-defined]
         reader, tensor = self._checked_reference(name, config)
-        return DeltaArray(coded, reader[tensor], config["transform"], doc_dtype(config["doc"]))
+        dtype = doc_dtype(config["doc"])
+        info = reader.info(tensor)
+        own = f"{dtype_name(dtype)}{list(coded.shape)}"
+        if tuple(info.shape) != tuple(coded.shape) or info.dtype != dtype_name(dtype):
+            raise self._fail(name, f"its reference {tensor!r} is {info.dtype}"
+                             f"{list(info.shape)}, it is {own}")  # fmt: skip
+        attrs = reader._entries[tensor].attrs
+        hashed = isinstance(attrs, dict) and isinstance(attrs.get("sha256"), str)
+        if not hashed and not config.get("verified"):
+            # (no hash recorded to stand for its bits: checked whole once, then sliced)
+            self._read_delta(name, config, "numpy", False)
+            config["verified"] = True
+        return DeltaArray(coded, reader[tensor], config["transform"], dtype,
+                          lambda why: self._fail(name, why))  # fmt: skip
 
     def _delta_to_device(self, name: str, to: str, device: str) -> Any:
         from nncodecs.codecs.device import host_to_device
@@ -205,8 +234,7 @@ class DeltaReads:
         for name in self.keys():  # type: ignore[attr-defined]
             config = self._delta_of(name)
             if config is not None:
-                attrs = self._entries[name].attrs
-                depth = attrs.get("depth", 1) if isinstance(attrs, dict) else 1
+                depth = config["depth"]
                 out[name] = {
                     "container": config["reference"]["container"],
                     "tensor": config["reference"]["tensor"],
@@ -214,6 +242,12 @@ class DeltaReads:
                     "depth": depth,
                 }
         return out
+
+
+def _place(target: Any) -> str:
+    """A container's place, as chains compare them (local paths resolved)."""
+    local = local_target(target)
+    return str(local.resolve()) if local is not None else str(target)
 
 
 def _base_mismatch(

@@ -22,7 +22,7 @@ import numpy as np
 
 from nncodecs.container import delta, docs, encoding, layout
 from nncodecs.container.references import recorded_location, resolve_reference
-from nncodecs.errors import ReferenceProblemError
+from nncodecs.errors import CorruptDataError, ReferenceProblemError
 
 __all__ = ["DeltaWrites", "against", "delta_objects"]
 
@@ -70,10 +70,11 @@ class DeltaWrites:
             refs = list(reference)
         else:
             refs = [reference]
-        if int(max_chain) < 1:
-            raise ValueError(f"max_chain must be at least 1, got {max_chain!r}")
-        self.max_chain = int(max_chain)
+        self.max_chain = delta.check_max_chain(max_chain)
         self._refs = [_Ref(r, recorded_location(target, r)) for r in refs]
+        for ref in self._refs:
+            if _same_place(target, ref.target):
+                raise ValueError(f"{target}: a container cannot be its own reference")
         self._more: list[_Ref] = []  # (the containers duplicates were followed to)
         self._target = target
         self._index = None if dedup else {}
@@ -95,6 +96,7 @@ class DeltaWrites:
                     digest = attrs.get("sha256") if isinstance(attrs, dict) else None
                     if not isinstance(digest, str):
                         continue
+                    self._depth(ref, name)  # (checked: a damaged record is refused)
                     found = self._origin(ref, name)
                     if digest not in index or found[2] < index[digest][2]:
                         index[digest] = found
@@ -118,6 +120,14 @@ class DeltaWrites:
                 break
             ref, name = origin, info.reference["tensor"]
         return ref, name, info.depth
+
+    def _depth(self, ref: _Ref, name: str) -> int:
+        """A reference tensor's chain depth, its records checked."""
+        info = ref.reader.info(name)
+        try:
+            return delta.record_depth(ref.reader._entries[name].attrs, info.reference is not None)
+        except CorruptDataError as exc:
+            raise ReferenceProblemError(f"reference {ref.target}: tensor {name!r}: {exc}") from None
 
     def _ref_at(self, where: Any) -> _Ref:
         """The reference container at ``where`` (one Reader a place)."""
@@ -156,7 +166,7 @@ class DeltaWrites:
         if name not in r or r.layout(name) != "dense":
             return False
         rattrs = r._entries[name].attrs
-        depth = int(rattrs.get("depth", 0)) if isinstance(rattrs, dict) else 0
+        depth = self._depth(first, name)
         info = r.info(name)
         if depth >= self.max_chain or tuple(info.shape) != arr.shape or info.dtype != arr.dtype:
             return False
@@ -222,6 +232,16 @@ def delta_objects(
     tensor_doc = docs.template(arr.dtype, arr.ndim, codec, shards is not None).doc
     objects = ((f"{node}/{k}", v) for k, v in encoding.objects(coded, tmpl, chunks, shards))
     return objects, delta.delta_doc(doc, tensor_doc, transform, where)
+
+
+def _same_place(a: Any, b: Any) -> bool:
+    """Whether two targets name one container (local paths resolved; URLs as given)."""
+    from nncodecs.container.files import local_target
+
+    here, there = local_target(a), local_target(b)
+    if here is not None and there is not None:
+        return here.resolve() == there.resolve()
+    return str(a).rstrip("/") == str(b).rstrip("/")
 
 
 def _sample(arr: np.ndarray) -> np.ndarray:

@@ -52,7 +52,9 @@ def recorded_location(container: Any, reference: Any) -> str:
 
 def allowed_references(references: Any) -> dict[str, str]:
     """``Reader(..., references=)`` as {recorded string: where to open it}: a mapping
-    as given, a list of paths or URLs each under its own (absolute) name."""
+    as given; a list of paths or URLs each under its own (absolute) place, and under
+    ``name:<its file name>``, which stands for any recorded place of that file name
+    (a store moved, or a copy of a reference elsewhere)."""
     if references is None:
         return {}
     if isinstance(references, dict):
@@ -63,7 +65,11 @@ def allowed_references(references: Any) -> dict[str, str]:
     for ref in references:
         there = local_target(ref)
         out[str(there.resolve()) if there is not None else str(ref)] = str(ref)
+        out[_BY_NAME + PurePosixPath(str(ref).replace("\\", "/").rstrip("/")).name] = str(ref)
     return out
+
+
+_BY_NAME = "name:"
 
 
 def _relative(recorded: str) -> bool:
@@ -83,6 +89,9 @@ def resolve_reference(container: Any, recorded: Any, allowed: dict[str, str]) ->
         raise ReferenceProblemError(f"a reference's container is {recorded!r}, not a path")
     if recorded in allowed:
         return allowed[recorded]
+    named = allowed.get(_BY_NAME + PurePosixPath(recorded.replace("\\", "/").rstrip("/")).name)
+    if named is not None:
+        return named
     if _relative(recorded):
         here = local_target(container)
         if here is not None:

@@ -136,8 +136,7 @@ def run_chain(models: list[Model], finals: list[str], storage_options: dict[str,
         raise ValueError(
             f"delta archives need the weights codec (auto, rans, huffman), not {codec!r}"
         )
-    if int(max_chain) < 1:
-        raise ValueError(f"max_chain must be at least 1, got {max_chain!r}")
+    max_chain = delta.check_max_chain(max_chain)
     for m in models:
         _begin(m, storage_options)
     options = json.dumps(storage_options or {}, sort_keys=True)
