@@ -409,3 +409,28 @@ def test_a_damaged_reference_chunk_is_named_in_a_slice(tmp_path: Path) -> None:
     (tmp_path / "a.zarr" / "w" / "c" / "0" / "0").unlink()
     with Reader(step) as r, pytest.raises(ReferenceProblemError, match=r"reference.*'w'"):
         r["w"][:10]
+
+
+def test_archive_finds_duplicates_across_names_and_checkpoints(tmp_path: Path) -> None:
+    optional_import("dask")
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((64, 32)).astype(np.float32)
+    b = rng.standard_normal((64, 32)).astype(np.float32)
+    models = {
+        "m0": {"a": a, "b": b},
+        "m1": {"a2": a.copy(), "b": b + np.float32(1e-6)},  # a renamed; b moved
+        "m2": {"a3": a.copy(), "b": b.copy()},  # b back to m0's bits
+    }
+    nncodecs.archive(models, tmp_path / "s", delta="previous", progress=False,
+                     scheduler="sync")  # fmt: skip
+    with Reader(tmp_path / "s" / "m1") as r:
+        ref = r.info("a2").reference
+        assert ref["duplicate"] and ref["tensor"] == "a" and ref["container"] == "m0"
+        assert not r.info("b").reference["duplicate"]
+    with Reader(tmp_path / "s" / "m2") as r:
+        assert r.info("a3").reference["tensor"] == "a" and r.info("a3").depth == 1
+        assert r.info("b").reference == {"container": "m0", "tensor": "b", "transform": "xor",
+                                         "duplicate": True}  # fmt: skip
+        for name, arr in models["m2"].items():
+            assert same_bits(r.read_tensor(name), arr)
+        r.verify()

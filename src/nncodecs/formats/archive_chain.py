@@ -1,14 +1,16 @@
 """The dask side of ``nncodecs.archive(..., delta="previous")``: a checkpoint series, each
 container stored against the one before it.
 
-One task a tensor a checkpoint. A task reads its tensor and, where the previous
-checkpoint has a tensor of that name, dtype and shape, that one's bits from its
-source (never from the container being written), and stores its tensor as a
-duplicate, a difference or whole (:mod:`nncodecs.container.delta_writes`). It waits
-only for the previous checkpoint's task of the same tensor, whose hash and chain
-depth it needs (a keyframe every ``max_chain`` differences): the tensors of the
-series run in parallel, each down its own chain. Last, each container's documents
-are written complete, with its order and consolidated metadata.
+First every tensor's SHA-256, as parallel tasks (one read of each). Then one task a
+tensor a checkpoint: it reads its tensor and stores it (:mod:`nncodecs.container.
+delta_writes`) as a duplicate where an earlier checkpoint has a tensor of its hash,
+dtype and shape under any name (waiting for that one's task, for where its bits lie
+and its chain depth); else as a difference where the previous checkpoint has a
+tensor of its name, dtype and shape, read from that checkpoint's source, never from
+the container being written (waiting for that one's task, for its hash and depth);
+else, and once a chain is ``max_chain`` deep, whole. No task waits for any other:
+the tensors of a series run in parallel, each down its own chain. Last, each
+container's documents are written complete, with its order and consolidated metadata.
 """
 
 from __future__ import annotations
@@ -33,16 +35,26 @@ def _whole(rows: Any, shape: tuple[int, ...]) -> np.ndarray:
     return np.asarray(rows(0, shape[0] if shape else 1), order="C").reshape(shape)  # (0-d kept)
 
 
+def _hash_task(rows: Any, shape: tuple[int, ...]) -> str | None:
+    """A tensor's SHA-256 (``None`` for a dtype that is never differenced)."""
+    arr = _whole(rows, shape)
+    return delta.sha256(arr) if delta.bits_dtype(arr.dtype) is not None else None
+
+
 def _tensor_task(
     target: str, options: str, name: str, rows: Any, shape: tuple[int, ...], codec: str,
     chunk_bytes: int, prev: dict[str, Any] | None, prev_rows: Any, places: tuple[str, str],
-    max_chain: int,
+    max_chain: int, same: dict[str, Any] | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """Store one tensor of a checkpoint (see the module's docstring; ``places``: where this
-    container and the previous one end up); returns its node, document, hash, depth
-    and origin (the tensor holding its bits) for the next checkpoint's task."""
+    container and the previous one end up; ``same``: the result of an earlier
+    checkpoint's task whose tensor has this one's hash, dtype and shape, under any
+    name); returns its node, document, hash, depth and origin (the tensor holding its
+    bits) for later tasks."""
     from zarr.core.sync import sync
 
+    if same is not None and same["origin"][2] < max_chain:  # (found by its hash)
+        prev = same
     arr = _whole(rows, shape)
     node = escape(name)
     attrs: dict[str, Any] = {"name": name, "layout": "dense", "complete": False}
@@ -144,20 +156,33 @@ def run_chain(models: list[Model], finals: list[str], storage_options: dict[str,
     task = dask.delayed(_tensor_task, pure=False)
     per_model: list[list[Any]] = []
     try:
+        # Every tensor's hash first (one pass, in parallel): a tensor with the bits of an
+        # earlier checkpoint's, under any name, then waits for that one's task alone.
+        hashed = dask.delayed(_hash_task, pure=False)
+        flat_t = [t for m in models for t in m.tensors]
+        digests = iter(_compute([hashed(t.rows, tuple(t.shape)) for t in flat_t],
+                                client or scheduler, progress))  # fmt: skip
         prev: dict[str, tuple[Any, Any]] = {}
+        seen: dict[tuple[str, str, tuple[int, ...]], Any] = {}  # (hash, dtype, shape) -> task
         for i, m in enumerate(models):
             places = (finals[i], finals[i - 1] if i else "")
-            tasks, mine = [], {}
+            tasks, mine, found = [], {}, {}
             for t in m.tensors:
                 before = prev.get(t.name)
+                digest = next(digests)
+                key = (digest, np.dtype(t.dtype).str, tuple(t.shape)) if digest else None
                 tasks.append(task(
                     m.target, options, t.name, t.rows, tuple(t.shape), codec, int(chunk_bytes),
                     before[0] if before else None, before[1] if before else None, places,
-                    int(max_chain),
+                    int(max_chain), seen.get(key) if key else None,
                 ))  # fmt: skip
                 mine[t.name] = (tasks[-1], t.rows)
+                if key and key not in seen:
+                    found.setdefault(key, tasks[-1])
             per_model.append(tasks)
             prev = mine
+            seen.update({k: v for k, v in found.items() if k not in seen})  # (after: across
+            # checkpoints only; a container never refers to itself)
         flat = [t for tasks in per_model for t in tasks]
         written = _compute(flat, client or scheduler, progress)
     finally:
