@@ -34,10 +34,12 @@ WINDOW_BYTES = 2 << 20
 _PADDED_FREE = 64 << 20
 
 
-def read_weights(z: Any, strict: bool) -> np.ndarray | None:
+def read_weights(z: Any, strict: bool, each: Any = None) -> np.ndarray | None:
     """The whole array ``z``, if its chunks are weights frames laid out as nncodecs
     writes them (else ``None``: read it through Zarr). A chunk never written is
-    fill values, or, when ``strict`` (every chunk recorded), a CorruptDataError."""
+    fill values, or, when ``strict`` (every chunk recorded), a CorruptDataError.
+    ``each(rows, first)``: called on each window of rows as it is decoded, while it is
+    in cache (a delta's transform undone there)."""
     plan = _plan(z)
     if plan is None:
         return None
@@ -47,8 +49,11 @@ def read_weights(z: Any, strict: bool) -> np.ndarray | None:
     out = _core.output_buffer(nbytes).view(z.dtype).reshape(shape)
     if out.size:
         view = out.reshape(1) if not shape else out
-        for _ in _windows(z, strict, g, view.shape, lambda at, stop: view[at:stop]):
-            pass
+        at = 0
+        for rows in _windows(z, strict, g, view.shape, lambda at, stop: view[at:stop]):
+            if each is not None:
+                each(rows, at)
+            at += len(rows)
     return out
 
 

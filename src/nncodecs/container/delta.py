@@ -133,12 +133,26 @@ def inverse(transform: str, coded: np.ndarray, ref: np.ndarray) -> np.ndarray:
         return coded
     if transform != "sub":
         raise CorruptDataError(f"{CODEC_ID}: unknown transform {transform!r}")
-    low = np.bitwise_and(flat, 1)
-    np.negative(low, out=low)  # (0 or all ones)
-    np.right_shift(flat, 1, out=flat)
-    np.bitwise_xor(flat, low, out=flat)
-    np.add(flat, r, out=flat)
+    _unzigzag_add(flat, r)
     return coded
+
+
+def _unzigzag_add(flat: np.ndarray, r: np.ndarray) -> None:
+    """``flat`` <- r + unzigzag(flat), in five passes a block at a time: each block stays
+    in cache between them (about twice the speed of five whole-array passes here)."""
+    low = np.empty(min(flat.size, _BLOCK), flat.dtype)
+    for i in range(0, flat.size, _BLOCK):
+        x = flat[i : i + _BLOCK]
+        t = low[: x.size]
+        np.bitwise_and(x, 1, out=t)
+        np.negative(t, out=t)  # (0 or all ones)
+        np.right_shift(x, 1, out=x)
+        np.bitwise_xor(x, t, out=x)
+        np.add(x, r[i : i + _BLOCK], out=x)
+
+
+#: Elements :func:`inverse` undoes a difference of at a time.
+_BLOCK = 1 << 16
 
 
 def choose(

@@ -85,6 +85,7 @@ class DeltaReads:
         self._chain = chain if chain else (_place(target),)
         self._ref_readers: dict[str, Any] = {}
         self._deltas: dict[str, dict[str, Any] | None] = {}
+        self._places: dict[str, str] = {}
 
     def _delta_of(self, name: Any) -> dict[str, Any] | None:
         """A dense tensor's delta configuration (``None``: stored whole)."""
@@ -112,7 +113,9 @@ class DeltaReads:
         recorded, tensor = ref["container"], ref["tensor"]
         what = f"its reference {tensor!r} of {recorded!r}"
         try:
-            where = resolve_reference(self._target, recorded, self._allowed)
+            if recorded not in self._places:  # (resolved once a place: paths resolve by stat)
+                self._places[recorded] = resolve_reference(self._target, recorded, self._allowed)
+            where = self._places[recorded]
         except ReferenceProblemError as exc:
             raise self._fail(name, str(exc)) from None
         if where not in self._ref_readers:
@@ -164,6 +167,27 @@ class DeltaReads:
             config["coded"] = own
         return config["coded"]
 
+    def _decode_against(self, name: str, own: Declared, transform: str, base: Any) -> Any:
+        """A delta tensor's bits: its coded bits decoded a window at a time, each window
+        undone against the reference's rows while it is in cache."""
+        from nncodecs.container.checks import check_size
+        from nncodecs.container.decoding import read_weights
+
+        flat = base.reshape(len(base) if base.ndim else 1, -1) if base.size else base
+        rows_of = base.reshape(1, -1) if not base.ndim else flat
+
+        def undo(rows: np.ndarray, first: int) -> None:
+            delta.inverse(transform, rows, rows_of[first : first + len(rows)])
+
+        if not math.prod(own.shape):
+            return np.empty(own.shape, own.dtype)
+        with self._as_corrupt(name):  # type: ignore[attr-defined]
+            check_size(own, self._reads)  # type: ignore[attr-defined]
+            value = read_weights(own, own.path in self._files.strict, undo)  # type: ignore[attr-defined]
+        if value is None:
+            raise self._fail(name, "its coded bits are not laid out as nncodecs writes them")
+        return value
+
     def _delta_as_declared(self, name: str) -> Declared | None:
         """For a delta tensor's checks: its coded bits' array with the tensor's dtype."""
         config = self._delta_of(name)
@@ -173,7 +197,7 @@ class DeltaReads:
 
     def _read_delta(self, name: str, config: dict[str, Any], to: str, check: bool) -> Any:
         doc = config["doc"]
-        bits = self._read_array(name, self._coded(name, config))  # type: ignore[attr-defined]
+        own = self._coded(name, config)
         reader, tensor = self._checked_reference(name, config)
         try:
             base = reader.read_tensor(tensor, check=check)
@@ -181,17 +205,16 @@ class DeltaReads:
             raise
         except (CorruptDataError, OSError) as exc:
             raise self._fail(name, f"its reference {tensor!r} is unreadable: {exc}") from None
-        if np.asarray(base).shape != bits.shape:
+        if np.asarray(base).shape != own.shape:
             raise self._fail(name, f"its reference {tensor!r} has another shape")
+        bits = self._decode_against(name, own, config["transform"], np.asarray(base))
         attrs = reader._entries[tensor].attrs
         recorded = isinstance(attrs, dict) and isinstance(attrs.get("sha256"), str)
         bad = _base_mismatch(config["reference"], np.asarray(base), check, recorded)
         if bad is not None:
             raise self._fail(name, f"its reference {tensor!r} is not the tensor it was "
                              f"written against (another {bad})")  # fmt: skip
-        if not bits.flags.writeable:
-            bits = bits.copy()
-        value = delta.inverse(config["transform"], bits, base).view(doc_dtype(doc))
+        value = bits.view(doc_dtype(doc))
         record = self._entries[name].attrs
         own_hash = record.get("sha256") if isinstance(record, dict) else None
         if check and isinstance(own_hash, str) and delta.sha256(value) != own_hash:

@@ -104,7 +104,7 @@ class Reader(DeltaReads):
         if name not in self._declared:
             member = self._entries[name]
             found = None
-            if member.layout == "dense" and member.doc is not None:
+            if member.layout == "dense" and member.doc is not None and not self._delta_of(name):
                 try:
                     found = declared(self._reads, member.path, member.doc)
                 except CorruptDataError as exc:
