@@ -155,17 +155,14 @@ def _unzigzag_add(flat: np.ndarray, r: np.ndarray) -> None:
 _BLOCK = 1 << 16
 
 
-def choose(
-    target: np.ndarray, ref: np.ndarray, encode: Any, whole: int | None = None
-) -> str | None:
-    """The transform whose coded sample is smallest, where it beats the sample stored
-    whole (``encode``: array -> its coded bytes; ``whole``: that size, if known);
-    ``None``: store the tensor whole."""
+def choose(target: np.ndarray, ref: np.ndarray, bits: Any, plain: Any) -> str | None:
+    """The transform whose coded sample (the first SAMPLE_BYTES of rows) is smallest,
+    where it beats the sample stored whole; ``None``: store the tensor whole.
+    ``bits`` / ``plain``: array -> its coded bytes, for the coded bits / the tensor."""
     rows = max(1, SAMPLE_BYTES // max(1, target[0].nbytes)) if target.ndim else 1
     t, r = (target[:rows], ref[:rows]) if target.ndim else (target, ref)
-    if whole is None:
-        whole = len(encode(np.ascontiguousarray(t)))
-    sizes = {name: len(encode(forward(name, t, r))) for name in TRANSFORMS}
+    whole = len(plain(np.ascontiguousarray(t)))
+    sizes = {name: len(bits(forward(name, t, r))) for name in TRANSFORMS}
     best = min(sizes, key=lambda k: sizes[k])
     return best if sizes[best] <= whole * MIN_SAVING else None
 

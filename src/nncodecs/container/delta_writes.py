@@ -170,13 +170,13 @@ class DeltaWrites:
         info = r.info(name)
         if depth >= self.max_chain or tuple(info.shape) != arr.shape or info.dtype != arr.dtype:
             return False
-        base = r.read_tensor(name)
         ref_hash = rattrs.get("sha256") if isinstance(rattrs, dict) else None
         where = {"container": first.recorded, "tensor": name}
-        if not isinstance(ref_hash, str):  # (its container records no hashes: its CRC too)
+        base = None if ref_hash == digest else r.read_tensor(name)  # (the same: not read)
+        if base is not None and not isinstance(ref_hash, str):  # (no hashes there: its CRC too)
             ref_hash, where["crc32c"] = delta.sha256(base), delta.crc32c(base)  # type: ignore[assignment]
         where["sha256"] = ref_hash
-        if ref_hash == digest:  # (a reference that records no hashes: found by its bits)
+        if ref_hash == digest:
             attrs["duplicate"] = True
             transform, coded = "xor", np.zeros(arr.shape, delta.bits_dtype(arr.dtype))
         else:
@@ -213,7 +213,7 @@ def against(arr: np.ndarray, base: np.ndarray, codec: str) -> tuple[str, np.ndar
     smaller than ``arr`` whole (:func:`nncodecs.container.delta.choose`), else ``None``."""
     bits = docs.template(delta.bits_dtype(arr.dtype), arr.ndim, codec, False).encode
     plain = docs.template(arr.dtype, arr.ndim, codec, False).encode
-    transform = delta.choose(arr, base, bits, len(plain(_sample(arr))))
+    transform = delta.choose(arr, base, bits, plain)
     return None if transform is None else (transform, delta.forward(transform, arr, base))
 
 
@@ -242,11 +242,3 @@ def _same_place(a: Any, b: Any) -> bool:
     if here is not None and there is not None:
         return here.resolve() == there.resolve()
     return str(a).rstrip("/") == str(b).rstrip("/")
-
-
-def _sample(arr: np.ndarray) -> np.ndarray:
-    """The rows :func:`nncodecs.container.delta.choose` codes."""
-    if not arr.ndim:
-        return arr
-    rows = max(1, delta.SAMPLE_BYTES // max(1, arr[0].nbytes))
-    return np.ascontiguousarray(arr[:rows])
