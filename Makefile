@@ -98,14 +98,18 @@ lint: $(V311)/.deps
 	$(V311)/bin/ruff format --check src tests scripts benchmarks
 	PYTHONPATH=src $(V311)/bin/lint-imports --no-cache --no-logo
 
+# Each test run gets its own TMPDIR, removed when it ends, pass or fail: whatever the
+# suite, its notebooks' kernels, doctests and subprocesses leave there goes with it.
+WITH_TMP := tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && TMPDIR=$$tmp
+
 # On 3.11 every optional piece (torch, the model) is required: nothing skips.
 test-311: $(V311)/.deps
 	$(V311)/bin/pip install $(PIP_QUIET) --no-build-isolation .
-	NNCODECS_REQUIRE_ALL=1 $(V311)/bin/python -m pytest tests $$($(V311)/bin/python $(PKG_DIR)) --doctest-modules
+	$(WITH_TMP) NNCODECS_REQUIRE_ALL=1 $(V311)/bin/python -m pytest tests $$($(V311)/bin/python $(PKG_DIR)) --doctest-modules
 
 test-312: $(V312)/.deps
 	$(V312)/bin/pip install $(PIP_QUIET) --no-build-isolation .
-	$(V312)/bin/python -m pytest tests $$($(V312)/bin/python $(PKG_DIR)) --doctest-modules
+	$(WITH_TMP) $(V312)/bin/python -m pytest tests $$($(V312)/bin/python $(PKG_DIR)) --doctest-modules
 
 # Benchmarks (not part of the tests): the transforms against NumPy and memcpy,
 # and the coders on the real model against zstd and ZipNN (installed here).

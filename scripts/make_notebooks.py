@@ -43,7 +43,8 @@ from nncodecs.codecs.planes import split_array
 from nncodecs.datasets import minilm_weights
 
 weights = minilm_weights("bfloat16")
-path = Path(tempfile.mkdtemp()) / "minilm.zarr"
+work = tempfile.TemporaryDirectory()  # removed when the kernel stops
+path = Path(work.name) / "minilm.zarr"
 with nncodecs.Writer(path) as w:
     for name, tensor in weights.items():
         w.add_tensor(name, tensor)
@@ -157,7 +158,8 @@ for label, r in ratios.items():
         """for name in layers[:4]:
     info = reader.info(name)
     print(f"{name:45s} {info.stored_bytes / info.nbytes:.4f}  {info.codec}")
-reader.close()""",
+reader.close()
+work.cleanup()  # the temporary container goes""",
     ),
 ]
 
@@ -238,14 +240,16 @@ try:
     systems["ZipNN"] = zipnn_system
 except ImportError:
     print("ZipNN is not installed here: left out")
-try:
-    import tempfile
+import os
+import tempfile
 
+scratch = tempfile.TemporaryDirectory()  # for the systems that write files
+try:
     import ztensor
 
     def ztensor_system(dtype):
         # ztensor's own file, its seekable zstd encoding over each tensor's bytes
-        path = tempfile.mktemp(suffix=".zt")
+        path = os.path.join(scratch.name, f"{dtype}.zt")
         def encode(model):
             w = ztensor.Writer(path, canonical=False)
             for name, t in model.items():
@@ -300,7 +304,8 @@ ax.set_xlabel("decode MB/s (one thread)")
 ax.set_ylabel("stored / original")
 ax.legend(fontsize=7, ncol=2)
 plt.show()
-nncodecs.set_threads(None)""",
+nncodecs.set_threads(None)
+scratch.cleanup()  # ztensor's files go""",
     ),
 ]
 
@@ -332,7 +337,8 @@ import nncodecs
 from nncodecs.datasets import minilm_weights
 
 weights = minilm_weights("float32")
-path = Path(tempfile.mkdtemp()) / "minilm.zarr"
+work = tempfile.TemporaryDirectory()  # removed when the kernel stops
+path = Path(work.name) / "minilm.zarr"
 result = nncodecs.archive(weights, path, chunk_bytes=256 << 10, progress=False)
 print(result.tensors, "tensors in", result.tasks, "dask tasks")""",
     ),
@@ -387,7 +393,8 @@ print(len(names), "matrices; statistics match NumPy's on the original")""",
         """lazy = reader.to_dask()
 total = sum(a.nbytes for a in lazy.values())
 print(len(lazy), "dask arrays;", total >> 20, "MiB in all, none read yet")
-reader.close()""",
+reader.close()
+work.cleanup()  # the temporary container goes""",
     ),
 ]
 
