@@ -21,8 +21,9 @@ of steps 1..N is stored against the step before it:
 
 Printed per series and dtype: the stored bytes of steps 1..N, their ratio to the files,
 each delta's size against ZipNN's, compress and decompress MB/s per step (a delta
-decoded with its reference at hand: nncodecs' as the extra time of reading step k
-over step k-1, which its Reader decodes first), the time to restore step N from the
+decoded with its reference at hand: nncodecs' as the time one more step of chain adds
+to reading a step whole, the least-squares slope of the whole-read times of steps
+0..N over their chain depths), the time to restore step N from the
 series (every system decodes its whole chain: ZipNN, PTWM and zstd step after step
 from step 0, nncodecs' Reader down the chain), and the time to read one tensor of
 step N (nncodecs alone reads a tensor without the rest; its chain depth shown).
@@ -124,9 +125,11 @@ def run_nncodecs(files: list[Path], out: Path, mode: str, max_chain: int) -> dic
         compress(files[k], conts[k], force=True, **kw)
         enc.append(time.perf_counter() - t0)
         stored.append(size(conts[k]))
+    depths = []
     for k in range(len(files)):  # whole reads: best of 3 each
         best = float("inf")
         with Reader(conts[k]) as r:
+            depths.append(max(r.info(n).depth for n in r))
             for _ in range(3):
                 t0 = time.perf_counter()
                 for n in r:
@@ -147,9 +150,16 @@ def run_nncodecs(files: list[Path], out: Path, mode: str, max_chain: int) -> dic
             r2.close()
             best = min(best, time.perf_counter() - t0)
         depth = r.info(TENSOR).depth
-    # Decoding step k with its reference at hand: what reading it costs over reading
-    # step k-1 (which its Reader decodes first); for independent containers, its read.
-    dec = [reads[k] - (reads[k - 1] if mode != "whole" else 0) for k in range(1, len(files))]
+    # Decoding a step with its reference at hand: what one more step of chain adds to a
+    # whole read (the least-squares slope of read time over chain depth, all steps at
+    # once: steadier than a difference of two timings); for independent containers, its
+    # read.
+    if mode == "whole" or len(set(depths)) < 2:
+        dec = reads[1:]
+    else:
+        import numpy as np
+
+        dec = [float(np.polyfit(depths, reads, 1)[0])] * (len(files) - 1)
     return {"stored": stored, "encode_s": enc, "decode_s": [max(d, 1e-9) for d in dec],
             "restore_s": reads[-1], "tensor_s": best, "depth": depth, "exact": exact}  # fmt: skip
 

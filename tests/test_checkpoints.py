@@ -435,3 +435,37 @@ def test_archive_finds_duplicates_across_names_and_checkpoints(tmp_path: Path) -
         for name, arr in models["m2"].items():
             assert same_bits(r.read_tensor(name), arr)
         r.verify()
+
+
+def test_a_duplicate_reads_as_its_checked_reference_and_verify_decodes_it(
+    tmp_path: Path,
+) -> None:
+    s = series(3)
+    first = write(tmp_path / "a.zarr", s[0])  # (no hashes: a plain first checkpoint)
+    second = write(tmp_path / "b.zarr", s[1], reference=first)
+    third = write(tmp_path / "c.zarr", s[2], reference=second)
+    with Reader(third) as r:  # followed to its origin, whose bits a CRC32C recorded checks
+        ref = r.info("embed.weight").reference
+        assert ref["duplicate"] and ref["container"] == "a.zarr"
+    doc = json.loads((third / "embed.weight" / "zarr.json").read_text())
+    assert '"crc32c"' in json.dumps(doc)
+    # A damaged frame of the duplicate's zeros: a read gives the reference's (checked)
+    # bits, exact; verify decodes every frame and names it.
+    chunk = next(p for p in (third / "embed.weight" / "c").rglob("*") if p.is_file())
+    data = bytearray(chunk.read_bytes())
+    data[-1] ^= 0x40
+    chunk.write_bytes(bytes(data))
+    with Reader(third) as r:
+        assert same_bits(r.read_tensor("embed.weight"), s[2]["embed.weight"])
+        with pytest.raises(nncodecs.CorruptDataError, match=r"embed\.weight"):
+            r.read_tensor("embed.weight", check=True)
+        with pytest.raises(nncodecs.CorruptDataError, match=r"embed\.weight"):
+            r.verify()
+    # Its origin replaced by other bits of the same shape (no hash recorded there): the
+    # recorded CRC32C refuses it, check or not.
+    shutil.rmtree(first)
+    write(tmp_path / "a.zarr", series(3, seed=7)[0])
+    with Reader(third) as r:
+        for check in (False, True):
+            with pytest.raises(ReferenceProblemError, match="not the tensor"):
+                r.read_tensor("embed.weight", check=check)

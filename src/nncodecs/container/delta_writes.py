@@ -158,7 +158,11 @@ class DeltaWrites:
             if tuple(other.shape) == arr.shape and other.dtype == arr.dtype:
                 coded = np.zeros(arr.shape, delta.bits_dtype(arr.dtype))
                 attrs["duplicate"] = True
-                where = {"container": ref.recorded, "tensor": tname, "sha256": digest}
+                where: dict[str, Any] = {"container": ref.recorded, "tensor": tname}
+                where["sha256"] = digest
+                oattrs = ref.reader._entries[tname].attrs
+                if not (isinstance(oattrs, dict) and isinstance(oattrs.get("sha256"), str)):
+                    where["crc32c"] = delta.crc32c(arr)  # (no record there: a read checks this)
                 self._write_delta(node, arr, coded, "xor", where, codec, attrs, dims, depth)
                 return True
         first = self._refs[0]
