@@ -18,6 +18,21 @@ sys.path.insert(0, str(Path(__file__).parent))  # the shared harness
 
 REQUIRE_ALL = os.environ.get("NNCODECS_REQUIRE_ALL") == "1"
 
+try:  # hypothesis: derandomized by default, so that a run never fails by chance
+    from hypothesis import HealthCheck, settings
+
+    settings.register_profile(
+        "ci", derandomize=True, max_examples=100, deadline=None, print_blob=True,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )  # fmt: skip
+    settings.register_profile(  # (HYPOTHESIS_PROFILE=explore: new examples, more of them)
+        "explore", max_examples=2000, deadline=None, print_blob=True,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )  # fmt: skip
+    settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+except ImportError:
+    pass
+
 
 def optional_import(name: str) -> Any:
     """Import an optional module; skip the test without it, unless everything is required."""

@@ -340,3 +340,29 @@ def test_zarr_v3_decodes_refuse_a_chunk_of_another_dtype() -> None:
     )
     with pytest.raises(CorruptDataError, match="holds bfloat16 elements, expected float16"):
         _ = zarr.open_array(store, mode="r")[:]
+
+
+@pytest.mark.parametrize("name", ["bfloat16", "float8_e4m3fn", "float8_e5m2", "float4_e2m1fn"])
+@pytest.mark.parametrize("chain", ["bytes", "weights"])
+def test_a_chunk_of_negative_zeros_or_other_nans_is_not_taken_for_the_fill(
+    name: str, chain: str
+) -> None:
+    # (found by tests/test_properties.py: zarr compared ml_dtypes' values, not bits)
+    dtype = np_dtype(name)
+    bits = np.dtype(f"u{dtype.itemsize}")
+    zero, neg = np.array([0.0, -0.0], np.float32).astype(dtype)
+    values = [neg, zero, 1.5]
+    if name not in ("float8_e4m3fn", "float4_e2m1fn"):  # (a NaN other than the fill's)
+        nan = np.array([float("nan")], dtype)
+        values.append(np.array([nan.view(bits)[0] ^ 1], bits).view(dtype)[0])
+    arr = np.array(values, dtype)
+    kw = {"serializer": Weights()} if chain == "weights" else {}
+    fill = float("nan") if name not in ("float8_e4m3fn", "float4_e2m1fn") else 0.0
+    for fill_value in (0.0, fill):
+        z = zarr.create_array(MemoryStore(), shape=arr.shape, chunks=(1,), dtype=dtype,
+                              fill_value=fill_value, **kw)  # fmt: skip
+        z[:] = arr
+        assert same_bits(z[:], arr)
+    z = zarr.create_array(MemoryStore(), shape=(4,), chunks=(1,), dtype=dtype, **kw)
+    z[:] = np.array([0.0, 0.0, 1.0, 0.0], np.float32).astype(dtype)
+    assert z.nchunks_initialized == 1  # (chunks bit-equal to the fill: still not stored)
