@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -469,3 +470,134 @@ def test_a_duplicate_reads_as_its_checked_reference_and_verify_decodes_it(
         for check in (False, True):
             with pytest.raises(ReferenceProblemError, match="not the tensor"):
                 r.read_tensor("embed.weight", check=check)
+
+
+def test_writing_over_a_container_on_a_references_chain_is_refused(tmp_path: Path) -> None:
+    s = series(3)
+    first = write(tmp_path / "a.zarr.zip", s[0])
+    second = write(tmp_path / "b.zarr.zip", s[1], reference=first)
+    third = write(tmp_path / "c.zarr.zip", s[2], reference=second)
+    before = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in (first, second, third)}
+    for target, ref in ((first, second), (first, third), (second, third)):
+        with pytest.raises(ValueError, match="chain of references"):
+            Writer(target, reference=ref, overwrite=True)
+        src = tmp_path / "s.safetensors"
+        write_safetensors(src, s[0].items())
+        out = run("compress", str(src), "-o", str(target), "-f", "--reference", str(ref),
+                  cwd=tmp_path)  # fmt: skip
+        assert out.returncode == 1 and "chain of references" in out.stderr, out.stderr
+    assert before == {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in before}
+    with Reader(third) as r:
+        r.verify()
+    out = run("compress", str(tmp_path / "s.safetensors"), "-o", str(tmp_path / "d.zarr.zip"),
+              "--max-chain", "3", cwd=tmp_path)  # fmt: skip
+    assert out.returncode == 1 and "--reference" in out.stderr
+
+
+def test_a_reference_whose_own_references_moved_is_written_against(tmp_path: Path) -> None:
+    s = series(3)
+    (tmp_path / "x").mkdir()
+    (tmp_path / "y").mkdir()
+    write(tmp_path / "x" / "a.zarr.zip", s[0])
+    write(tmp_path / "x" / "b.zarr.zip", s[1], reference=tmp_path / "x" / "a.zarr.zip")
+    shutil.move(tmp_path / "x" / "a.zarr.zip", tmp_path / "y" / "a.zarr.zip")
+    src = tmp_path / "c.safetensors"
+    write_safetensors(src, s[2].items())
+    out = run("compress", str(src), "-o", "c.zarr.zip", "--reference", "x/b.zarr.zip",
+              "--reference", "y/a.zarr.zip", cwd=tmp_path)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    with Reader(tmp_path / "c.zarr.zip", references=[tmp_path / "y" / "a.zarr.zip"]) as r:
+        for name, arr in s[2].items():
+            assert same_bits(r.read_tensor(name, check=True), arr)
+
+
+def test_linked_containers_and_linked_directories(tmp_path: Path) -> None:
+    s = series(3)
+    blobs, snap = tmp_path / "blobs", tmp_path / "snap"
+    blobs.mkdir()
+    snap.mkdir()
+    paths = []
+    for k in range(3):  # written beside each other, then kept as blobs behind links
+        paths.append(write(tmp_path / f"c{k}.zarr.zip", s[k],
+                           **({"reference": paths[-1]} if paths else {})))  # fmt: skip
+    for k, p in enumerate(paths):
+        shutil.move(p, blobs / f"{k:040x}")
+        (snap / p.name).symlink_to(Path("..") / "blobs" / f"{k:040x}")
+    with Reader(snap / "c2.zarr.zip") as r:  # (references beside the link, as named)
+        r.verify()
+    # Written through a link: recorded by the link's name, beside the output.
+    step = write(snap / "c3.zarr.zip", s[2], reference=snap / "c2.zarr.zip")
+    with Reader(step) as r:
+        assert {v["container"] for v in r.references().values()} <= {"c2.zarr.zip",
+                                                                      "c0.zarr.zip"}  # fmt: skip
+        r.verify()
+    # A recorded place through a linked directory is not followed.
+    (tmp_path / "other").mkdir()
+    shutil.copy(blobs / f"{0:040x}", tmp_path / "other" / "c0.zarr.zip")
+    (snap / "lnk").symlink_to(Path("..") / "other")
+    with pytest.raises(ReferenceProblemError, match="linked directory"):
+        resolve_reference(snap / "c1.zarr.zip", "lnk/c0.zarr.zip", {})
+    with pytest.raises(ReferenceProblemError, match="not a path"):
+        resolve_reference(snap / "c1.zarr.zip", "c0.zarr.zip\x00x", {})
+    os.mkfifo(snap / "fifo.zarr.zip")
+    with pytest.raises(ReferenceProblemError, match="not a file or directory"):
+        resolve_reference(snap / "c1.zarr.zip", "fifo.zarr.zip", {})
+
+
+def test_an_output_elsewhere_needs_only_the_references_named(tmp_path: Path) -> None:
+    s = series(4)
+    (tmp_path / "s").mkdir()
+    (tmp_path / "o").mkdir()
+    prev = None
+    for k in range(3):
+        prev = write(tmp_path / "s" / f"c{k}.zarr.zip", s[k],
+                     **({"reference": prev} if prev else {}))  # fmt: skip
+    out = write(tmp_path / "o" / "c3.zarr.zip", s[3], reference=prev)
+    with Reader(out, references=[prev]) as r:  # (its duplicates not followed to s/c0)
+        r.verify()
+        assert {v["container"] for v in r.references().values()} == {str(prev.resolve())}
+
+
+def test_forged_transform_dtype_and_flags_never_give_wrong_numbers(tmp_path: Path) -> None:
+    s = series(2)
+    base = write(tmp_path / "a.zarr", {**s[0], "ints": np.arange(64 * 300, dtype=np.int32)})
+    step = write(tmp_path / "b.zarr", s[1], reference=base)
+    with Reader(step) as r:
+        transform = r.references()["layer.weight"]["transform"]
+    other = "xor" if transform == "sub" else "sub"
+
+    def doc_edit(doc: dict) -> None:
+        text = json.dumps(doc).replace(f'"transform": "{transform}"', f'"transform": "{other}"')
+        doc.clear()
+        doc.update(json.loads(text))
+
+    forged = tmp_path / "forged.zarr"
+    shutil.copytree(step, forged)
+    forge(forged, "layer.weight", doc_edit)  # (the document's and the records' both)
+    with Reader(forged) as r:
+        for read in (lambda: r.read_tensor("layer.weight"), lambda: r["layer.weight"][2:5]):
+            with pytest.raises(ReferenceProblemError, match=r"transform|CRC32C"):
+                read()
+
+    def records_too(doc: dict) -> None:
+        doc_edit(doc)
+        doc["attributes"][next(iter(doc["attributes"]))]["transform"] = other
+
+    shutil.rmtree(forged)
+    shutil.copytree(step, forged)
+    forge(forged, "layer.weight", records_too)
+    with Reader(forged) as r, pytest.raises(ReferenceProblemError, match="CRC32C"):
+        r.read_tensor("layer.weight")
+
+    def to_ints(doc: dict) -> None:  # the reference: another tensor of the same shape
+        text = json.dumps(doc).replace('"tensor": "layer.weight"', '"tensor": "ints"')
+        doc.clear()
+        doc.update(json.loads(text))
+
+    shutil.rmtree(forged)
+    shutil.copytree(step, forged)
+    forge(forged, "layer.weight", to_ints)
+    with Reader(forged) as r:
+        for read in (lambda: r.read_tensor("layer.weight"), lambda: r["layer.weight"][2:5]):
+            with pytest.raises(ReferenceProblemError, match="int32"):
+                read()

@@ -16,6 +16,8 @@ def cmd_compress(args: argparse.Namespace) -> int:
     from nncodecs.formats import compress
 
     src = Path(args.input)
+    if args.max_chain is not None and not args.reference:
+        raise ValueError("--max-chain bounds chains of references: give --reference too")
     if args.dask is not None:
         return _compress_dask(args, src)
     out = args.output or str(src.with_name(src.name + ".zarr.zip"))

@@ -135,7 +135,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--reference", action="append", default=None, metavar="CONTAINER",
         help="store tensors against this container's (a checkpoint's previous one): "
         "duplicates as references, close ones as differences (repeatable; the first is "
-        "the one differenced against)",
+        "the one differenced against; the others also stand for its own references of "
+        "the same file name, moved)",
     )  # fmt: skip
     p.add_argument(
         "--max-chain", type=_positive, default=None, metavar="N",

@@ -195,26 +195,36 @@ class DeltaReads:
             return None
         return dataclasses.replace(self._coded(name, config), dtype=doc_dtype(config["doc"]))
 
-    def _read_delta(self, name: str, config: dict[str, Any], to: str, check: bool) -> Any:
+    def _read_delta(
+        self, name: str, config: dict[str, Any], to: str, check: bool, top: bool = True
+    ) -> Any:
+        """A delta tensor read whole; ``top``: the one asked for (not a link of the chain
+        under it), whose result is checked against its CRC32C record (SHA-256 with
+        ``check``)."""
         doc = config["doc"]
         own = self._coded(name, config)
+        record = self._entries[name].attrs
+        self._check_records(name, config, record)
         reader, tensor = self._checked_reference(name, config)
+        self._check_kind(name, config, reader, tensor, own.shape)
         try:
-            base = reader.read_tensor(tensor, check=check)
+            further = reader._delta_of(tensor)
+            if further is not None:  # (a link of the chain: its result checked at the top)
+                reader._check(tensor)
+                base = reader._read_delta(tensor, further, "numpy", check, top=False)
+            else:
+                base = reader.read_tensor(tensor, check=check)
         except ReferenceProblemError:
             raise
         except (CorruptDataError, OSError) as exc:
             raise self._fail(name, f"its reference {tensor!r} is unreadable: {exc}") from None
         base = np.asarray(base)
-        if base.shape != own.shape:
-            raise self._fail(name, f"its reference {tensor!r} has another shape")
         attrs = reader._entries[tensor].attrs
         recorded = isinstance(attrs, dict) and isinstance(attrs.get("sha256"), str)
         bad = _base_mismatch(config["reference"], base, check, recorded)
         if bad is not None:
             raise self._fail(name, f"its reference {tensor!r} is not the tensor it was "
                              f"written against (another {bad})")  # fmt: skip
-        record = self._entries[name].attrs
         own_hash = record.get("sha256") if isinstance(record, dict) else None
         if not check and _duplicate(record, config, own_hash, base, own):
             # (its bits are the reference's, checked above: its frames of zeros not decoded;
@@ -225,25 +235,51 @@ class DeltaReads:
         value = bits.view(doc_dtype(doc))
         if check and isinstance(own_hash, str) and delta.sha256(value) != own_hash:
             raise self._fail(name, "its bits differ from the SHA-256 recorded at write")
+        crc = record.get("crc32c") if isinstance(record, dict) else None
+        if top and not check and isinstance(crc, int) and delta.crc32c(value) != crc:
+            raise self._fail(name, "its bits differ from the CRC32C recorded at write")
         return convert(value, to, owned=True)
+
+    def _check_records(self, name: str, config: dict[str, Any], record: Any) -> None:
+        """A delta tensor's records against its document: the transform both declare,
+        and its CRC32C record a number (a whole read checks its result against it)."""
+        found = record.get("transform") if isinstance(record, dict) else None
+        if found != config["transform"]:
+            raise self._fail(name, f"its transform {config['transform']!r} is not the one "
+                             f"recorded ({found!r:.40})")  # fmt: skip
+        crc = record.get("crc32c")
+        if not isinstance(crc, int) or isinstance(crc, bool):
+            raise self._fail(name, f"its crc32c record {crc!r:.40} is damaged")
+
+    def _check_kind(
+        self, name: str, config: dict[str, Any], reader: Any, tensor: str, shape: Any
+    ) -> None:
+        """The reference's dtype and shape against the delta's (its records say them)."""
+        dtype = dtype_name(doc_dtype(config["doc"]))
+        info = reader.info(tensor)
+        if tuple(info.shape) != tuple(shape) or info.dtype != dtype:
+            raise self._fail(name, f"its reference {tensor!r} is {info.dtype}"
+                             f"{list(info.shape)}, it is {dtype}{list(shape)}")  # fmt: skip
 
     def _delta_array(self, name: str, config: dict[str, Any]) -> DeltaArray:
         member = self._entries[name]
         coded = array_from_doc(self._store, member.path, delta.coded_doc(config["doc"], config))  # type: ignore[attr-defined]
+        self._check_records(name, config, member.attrs)
         reader, tensor = self._checked_reference(name, config)
-        dtype = doc_dtype(config["doc"])
-        info = reader.info(tensor)
-        own = f"{dtype_name(dtype)}{list(coded.shape)}"
-        if tuple(info.shape) != tuple(coded.shape) or info.dtype != dtype_name(dtype):
-            raise self._fail(name, f"its reference {tensor!r} is {info.dtype}"
-                             f"{list(info.shape)}, it is {own}")  # fmt: skip
+        self._check_kind(name, config, reader, tensor, coded.shape)
         attrs = reader._entries[tensor].attrs
         hashed = isinstance(attrs, dict) and isinstance(attrs.get("sha256"), str)
-        if not hashed and not config.get("verified"):
-            # (no hash recorded to stand for its bits: checked whole once, then sliced)
-            self._read_delta(name, config, "numpy", False)
-            config["verified"] = True
-        return DeltaArray(coded, reader[tensor], config["transform"], dtype,
+        try:
+            if not hashed and not config.get("verified"):
+                # (no hash recorded to stand for its bits: checked whole once, then sliced)
+                self._read_delta(name, config, "numpy", False)
+                config["verified"] = True
+            base = reader[tensor]
+        except ReferenceProblemError:
+            raise
+        except (CorruptDataError, OSError) as exc:
+            raise self._fail(name, f"its reference {tensor!r} is unreadable: {exc}") from None
+        return DeltaArray(coded, base, config["transform"], doc_dtype(config["doc"]),
                           lambda why: self._fail(name, why))  # fmt: skip
 
     def _delta_to_device(self, name: str, to: str, device: str) -> Any:

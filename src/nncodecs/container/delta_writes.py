@@ -32,8 +32,8 @@ _WEIGHTS_CODECS = ("auto", "rans", "huffman")
 class _Ref:
     """A reference container, opened for reading on first use."""
 
-    def __init__(self, target: Any, recorded: str) -> None:
-        self.target, self.recorded = target, recorded
+    def __init__(self, target: Any, recorded: str, named: list[Any]) -> None:
+        self.target, self.recorded, self.named = target, recorded, named
         self._reader: Any = None
 
     @property
@@ -41,8 +41,8 @@ class _Ref:
         if self._reader is None:
             from nncodecs.container.reader import Reader
 
-            try:
-                self._reader = Reader(self.target, references=[self.target])
+            try:  # (the other references named stand for its own, moved: as a Reader's)
+                self._reader = Reader(self.target, references=self.named)
             except (OSError, ValueError) as exc:
                 raise ReferenceProblemError(f"reference {self.target}: {exc}") from None
         return self._reader
@@ -71,10 +71,12 @@ class DeltaWrites:
         else:
             refs = [reference]
         self.max_chain = delta.check_max_chain(max_chain)
-        self._refs = [_Ref(r, recorded_location(target, r)) for r in refs]
+        self._named = refs
+        self._refs = [_Ref(r, recorded_location(target, r), refs) for r in refs]
         for ref in self._refs:
             if _same_place(target, ref.target):
                 raise ValueError(f"{target}: a container cannot be its own reference")
+        _not_on_a_chain(target, refs)
         self._more: list[_Ref] = []  # (the containers duplicates were followed to)
         self._target = target
         self._index = None if dedup else {}
@@ -113,6 +115,8 @@ class DeltaWrites:
                 break
             try:
                 where = resolve_reference(ref.target, info.reference["container"], r._allowed)
+                if not self._recordable(where):
+                    break  # (not beside the output, nor named: the duplicate it follows)
                 origin = self._ref_at(where)
                 if info.reference["tensor"] not in origin.reader:
                     break
@@ -129,12 +133,19 @@ class DeltaWrites:
         except CorruptDataError as exc:
             raise ReferenceProblemError(f"reference {ref.target}: tensor {name!r}: {exc}") from None
 
+    def _recordable(self, where: Any) -> bool:
+        """Whether the output may record ``where``: beside it (a relative place, which a
+        Reader follows by itself), or a reference the writer named."""
+        place = recorded_location(self._target, where)
+        named = {str(r) for r in self._named}
+        return ("://" not in place and not place.startswith("/")) or str(where) in named
+
     def _ref_at(self, where: Any) -> _Ref:
         """The reference container at ``where`` (one Reader a place)."""
         for ref in self._refs + self._more:
             if str(ref.target) == str(where):
                 return ref
-        self._more.append(_Ref(where, recorded_location(self._target, where)))
+        self._more.append(_Ref(where, recorded_location(self._target, where), self._named))
         return self._more[-1]
 
     def _tensor_hash(self, arr: np.ndarray, attrs: dict[str, Any]) -> str | None:
@@ -232,10 +243,51 @@ def delta_objects(
     chunks, shards = tuple(grid["chunks"]), grid.get("shards")
     tmpl = docs.template(coded.dtype, arr.ndim, codec, shards is not None)
     records = {**attrs, **layout.tensor_records(arr, codec)}
+    # (what a Reader checks a whole read against: the transform, as the delta's document
+    # also declares it, and the tensor's CRC32C)
+    records["transform"], records["crc32c"] = transform, delta.crc32c(arr)
     doc = docs.array_doc(tmpl, arr.shape, chunks, shards, dims, {layout.ATTRS_KEY: records})
     tensor_doc = docs.template(arr.dtype, arr.ndim, codec, shards is not None).doc
     objects = ((f"{node}/{k}", v) for k, v in encoding.objects(coded, tmpl, chunks, shards))
     return objects, delta.delta_doc(doc, tensor_doc, transform, where)
+
+
+def _not_on_a_chain(target: Any, refs: list[Any]) -> None:
+    """Refuse to write ``target`` where a reference's chain (its references, theirs, and
+    the places its duplicates lead) passes through it: written over, it would leave
+    both unreadable."""
+    from nncodecs.container.files import local_target
+    from nncodecs.container.reader import Reader
+
+    here = local_target(target)
+    if here is None or not refs:
+        return
+    if not here.exists():
+        return  # (nothing there to lose)
+    mine = here.resolve()
+    todo, seen = [(r, r) for r in refs], set()
+    while todo and len(seen) < 4 * delta.MAX_FOLLOW:
+        place, named = todo.pop()
+        local = local_target(place)
+        key = str(local.resolve()) if local is not None else str(place)
+        if key in seen:
+            continue
+        seen.add(key)
+        if local is not None and local.resolve() == mine:
+            raise ValueError(
+                f"{target}: it is on the chain of references of {named} (a reference of "
+                "a reference): written over, both would be unreadable"
+            )
+        try:
+            with Reader(place, references=refs) as r:
+                recorded = {v["container"] for v in r.references().values()}
+                for rec in recorded:
+                    try:
+                        todo.append((resolve_reference(place, rec, r._allowed), named))
+                    except ReferenceProblemError:
+                        continue
+        except (OSError, ValueError):  # (a broken link of the chain: a read says so)
+            continue
 
 
 def _same_place(a: Any, b: Any) -> bool:

@@ -6,7 +6,9 @@ to the container's own directory (``ckpt-1000.zarr``), so a store can move whole
 reference anywhere else is recorded as the absolute path or URL the writer named.
 
 A Reader follows a relative reference only inside its container's directory (never
-``..``, never an absolute path smuggled in), and an absolute path or URL only where
+``..``, never an absolute path smuggled in, never through a linked directory; that
+directory is the one the container was named in, or, for a container that is a link
+with no reference beside it, its target's), and an absolute path or URL only where
 the reader named it too (``Reader(..., references=[...])``, or a mapping from the
 recorded string to where the container is now): a container from elsewhere cannot
 make a Reader open files it was not pointed at.
@@ -34,12 +36,15 @@ def recorded_location(container: Any, reference: Any) -> str:
     place: relative to the container's directory where it lies inside it."""
     here, there = local_target(container), local_target(reference)
     if here is not None and there is not None:
-        base = here.resolve().parent
-        target = there.resolve()
-        try:
-            return target.relative_to(base).as_posix()
-        except ValueError:
-            return str(target)
+        # (the paths as named first, so a reference that is a link beside the container,
+        # as in a Hugging Face cache, is recorded by its own name, then as resolved)
+        for base, target in ((_absolute(here).parent, _absolute(there)),
+                             (here.resolve().parent, there.resolve())):  # fmt: skip
+            try:
+                return target.relative_to(base).as_posix()
+            except ValueError:
+                pass
+        return str(there.resolve())
     if isinstance(container, str) and isinstance(reference, str) and here is None:
         base = _url_parent(container) + "/"
         if reference.startswith(base) and ".." not in reference[len(base) :].split("/"):
@@ -64,6 +69,8 @@ def allowed_references(references: Any) -> dict[str, str]:
     out = {}
     for ref in references:
         there = local_target(ref)
+        if there is not None:
+            out[str(_absolute(there))] = str(ref)
         out[str(there.resolve()) if there is not None else str(ref)] = str(ref)
         out[_BY_NAME + PurePosixPath(str(ref).replace("\\", "/").rstrip("/")).name] = str(ref)
     return out
@@ -81,6 +88,30 @@ def _relative(recorded: str) -> bool:
     return bool(parts) and ".." not in parts and not (len(recorded) > 1 and recorded[1] == ":")
 
 
+def _absolute(path: Path) -> Path:
+    """A local path made absolute without following links (``..`` removed as written)."""
+    return Path(os.path.abspath(path))
+
+
+def _beside(directory: Path, recorded: str) -> str:
+    """A relative place opened from ``directory`` (the container's, as it was named):
+    through no linked directory (the container itself may be a link, as in a Hugging
+    Face cache), and a directory or regular file where anything is there."""
+    at = directory
+    parts = PurePosixPath(recorded).parts
+    for part in parts[:-1]:
+        at = at / part
+        if at.is_symlink():
+            raise ReferenceProblemError(
+                f"reference {recorded!r} passes through a linked directory ({at}): a Reader "
+                "follows a relative place only inside its container's directory"
+            )
+    at = at / parts[-1]
+    if at.exists() and not (at.is_dir() or at.is_file()):
+        raise ReferenceProblemError(f"reference {recorded!r}: {at} is not a file or directory")
+    return str(at)
+
+
 def resolve_reference(container: Any, recorded: Any, allowed: dict[str, str]) -> str:
     """Where to open the container a reference records as ``recorded``, seen from
     ``container`` (the path or URL being read); ReferenceProblemError where it may not
@@ -92,10 +123,15 @@ def resolve_reference(container: Any, recorded: Any, allowed: dict[str, str]) ->
     named = allowed.get(_BY_NAME + PurePosixPath(recorded.replace("\\", "/").rstrip("/")).name)
     if named is not None:
         return named
+    if "\x00" in recorded:
+        raise ReferenceProblemError(f"a reference's container is {recorded!r}: not a path")
     if _relative(recorded):
         here = local_target(container)
-        if here is not None:
-            return str(here.resolve().parent / recorded)
+        if here is not None:  # (beside the container as named; else beside its link's target)
+            first = _beside(_absolute(here).parent, recorded)
+            if Path(first).exists() or not here.is_symlink():
+                return first
+            return _beside(here.resolve().parent, recorded)
         if isinstance(container, str):
             return posixpath.join(_url_parent(container), recorded)
         raise ReferenceProblemError(
