@@ -248,6 +248,36 @@ def accept_models(work: Path) -> Iterator[tuple[str, str, bytes]]:
     write_npz(path, [(k, v) for k, v in tensors.items() if v.dtype != ml_dtypes.bfloat16])
     yield "model-npz", "model", path.read_bytes()
     try:
+        import onnx
+        from onnx import helper, numpy_helper
+    except ImportError:
+        onnx = None
+    if onnx is not None:
+        inits = [
+            numpy_helper.from_array(np.asarray(v), k)
+            for k, v in tensors.items()
+            if v.dtype != ml_dtypes.bfloat16
+        ]
+        graph = helper.make_graph([], "g", [], [], initializer=inits)
+        path = work / "m.onnx"
+        onnx.save(helper.make_model(graph), str(path))
+        yield "model-onnx", "model", path.read_bytes()
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    if torch is not None:
+        path = work / "m.pt"
+        torch.save(
+            {
+                k: torch.from_numpy(np.asarray(v, np.float32))
+                for k, v in tensors.items()
+                if v.dtype != np.int64
+            },
+            path,
+        )
+        yield "model-torch", "model", path.read_bytes()
+    try:
         import gguf
     except ImportError:
         return
@@ -391,6 +421,14 @@ def reject_inputs(accepted: dict[str, tuple[str, bytes]]) -> Iterator[tuple[str,
         yield "model-gguf-truncated", "model", gg[: len(gg) // 3]
     _, npz = accepted["model-npz"]
     yield "model-npz-truncated", "model", npz[: len(npz) // 2]
+    if "model-onnx" in accepted:
+        _, ox = accepted["model-onnx"]
+        for label, bad in mutations(ox, 5, flips=0, cuts=3):
+            yield f"model-onnx-{label}", "model", bad
+    if "model-torch" in accepted:
+        _, pt = accepted["model-torch"]
+        for label, bad in mutations(pt, 6, flips=0, cuts=3):
+            yield f"model-torch-{label}", "model", bad
 
 
 #: The error classes a rejected input may raise: nncodecs' own (CorruptDataError for
@@ -405,7 +443,13 @@ ERRORS = (
 )
 
 SUFFIX = {"frame": ".bin", "weights": ".bin", "container": ".zarr.zip"}
-MODEL_SUFFIX = {"safetensors": ".safetensors", "gguf": ".gguf", "npz": ".npz"}
+MODEL_SUFFIX = {
+    "safetensors": ".safetensors",
+    "gguf": ".gguf",
+    "npz": ".npz",
+    "onnx": ".onnx",
+    "torch": ".pt",
+}
 
 
 def suffix(name: str, kind: str) -> str:
@@ -429,6 +473,8 @@ def main() -> None:
         path = CORPUS / "accept" / (name + suffix(name, kind))
         path.write_bytes(data)
         manifest["accept"][path.name] = {"decode": kind, "sha256": decode(kind, path)}
+        if name.startswith("model-torch"):
+            manifest["accept"][path.name]["needs"] = "torch"
         accepted[name] = (kind, data)
     shutil.rmtree(work)
     skipped, findings = [], 0
@@ -439,6 +485,8 @@ def main() -> None:
             decode(kind, path)
         except (NNCodecsError, ValueError, TypeError) as exc:  # (clear errors: ERRORS)
             manifest["reject"][path.name] = {"decode": kind, "error": type(exc).__name__}
+            if name.startswith("model-torch"):
+                manifest["reject"][path.name]["needs"] = "torch"
             if type(exc).__name__ not in ERRORS:
                 print(f"FINDING {path.name}: {type(exc).__name__}: {exc}", file=sys.stderr)
                 findings += 1
