@@ -461,8 +461,8 @@ def suffix(name: str, kind: str) -> str:
 def main() -> None:
     from nncodecs import NNCodecsError
 
-    if CORPUS.exists():
-        shutil.rmtree(CORPUS)
+    for old in ("accept", "reject", "_work"):  # (its README stays)
+        shutil.rmtree(CORPUS / old, ignore_errors=True)
     (CORPUS / "accept").mkdir(parents=True)
     (CORPUS / "reject").mkdir()
     work = CORPUS / "_work"
