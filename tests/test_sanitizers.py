@@ -2,7 +2,9 @@
 
 Three runs: the fuzz driver (fuzz/driver.cpp, mutated frames of every mode)
 built with -fsanitize=address,undefined; a build of ``_core`` with the
-same sanitizers running the hostile-input and kernel tests; and the threads
+same sanitizers running the hostile-input, kernel and conformance-corpus tests and
+the threaded stress (scripts/stress_threads.py: 8 Python threads, mixed sizes and
+dtypes, a pool of 16 past the core count); and the threads
 driver (tests/cpp/threads_driver.cpp: nested parallel_for calls and frame
 encodes and decodes from 8 std::threads at once) with -fsanitize=thread. Any
 out-of-bounds access, undefined behaviour or data race fails here.
@@ -120,6 +122,7 @@ def test_python_decoder_tests_with_a_sanitized_core(tmp_path: Path) -> None:
             str(ROOT / "tests" / "test_coders.py"),
             str(ROOT / "tests" / "test_rowshift.py"),
             str(ROOT / "tests" / "test_output_cache.py"),
+            str(ROOT / "tests" / "test_conformance.py"),
             "-k",
             "not round_trip_every_array",
         ],
@@ -129,6 +132,16 @@ def test_python_decoder_tests_with_a_sanitized_core(tmp_path: Path) -> None:
         text=True,
     )
     assert result.returncode == 0, (result.stdout[-3000:], result.stderr[-3000:])
+    # The threaded stress under the same sanitizers: 8 Python threads encoding and
+    # decoding mixed tensors of every dtype at once, the kernels' pool (16) past the
+    # core count, scratch unmapped as soon as it is freed.
+    stress = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "stress_threads.py"), "--count", "240",
+         "--workers", "8", "--threads", "16", "--seed", "3"],
+        env={**env, "MALLOC_MMAP_THRESHOLD_": "131072"}, cwd=tmp_path, capture_output=True,
+        text=True, timeout=900,
+    )  # fmt: skip
+    assert stress.returncode == 0, (stress.stdout[-3000:], stress.stderr[-3000:])
     probe = subprocess.run(
         [sys.executable, "-c", "import nncodecs._core as c; print(c.__file__)"],
         env=env, cwd=tmp_path, capture_output=True, text=True, check=True,

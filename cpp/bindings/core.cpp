@@ -135,6 +135,19 @@ PYBIND11_MODULE(_core, m) {
       "CRC32C (Castagnoli) of data, continuing crc. A daemon thread passes "
       "release_gil=False: one that takes the GIL back in here while Python shuts down is "
       "ended by an unwind that C++ turns into an abort.");
+  m.def(
+      "unzigzag_add",
+      [](py::handle dst, py::handle ref, std::size_t width) {
+        Buffer d(dst, true, "unzigzag_add", "dst"), r(ref, false, "unzigzag_add", "ref");
+        nnc::Status st;
+        {
+          py::gil_scoped_release release;
+          st = nnc::unzigzag_add(d.data(), d.size(), r.data(), r.size(), width);
+        }
+        raise_status(st, "unzigzag_add", d.size(), r.size(), width, "");
+      },
+      py::arg("dst"), py::arg("ref"), py::arg("width"),
+      "dst <- ref + unzigzag(dst), elements of width bytes (a delta's 'sub' undone).");
   m.def("crc32c_combine", &nnc::crc32c_combine, py::arg("crc_a"), py::arg("crc_b"),
         py::arg("len_b"), "CRC32C of A||B from the CRCs of A and B.");
 }

@@ -55,4 +55,9 @@ Status planes_split(void* dst, std::size_t dst_cap, const void* src, std::size_t
 Status planes_merge(void* dst, std::size_t dst_cap, const void* src, std::size_t src_len,
                     std::size_t elemsize, Layout reorder, Variant variant, int threads);
 
+// A checkpoint delta's "sub" transform undone in place: dst <- ref + unzigzag(dst),
+// as unsigned integers of `width` bytes (1, 2, 4 or 8); the lengths must agree.
+Status unzigzag_add(void* dst, std::size_t dst_len, const void* ref, std::size_t ref_len,
+                    std::size_t width);
+
 }  // namespace nnc

@@ -138,21 +138,13 @@ def inverse(transform: str, coded: np.ndarray, ref: np.ndarray) -> np.ndarray:
 
 
 def _unzigzag_add(flat: np.ndarray, r: np.ndarray) -> None:
-    """``flat`` <- r + unzigzag(flat), in five passes a block at a time: each block stays
-    in cache between them (about twice the speed of five whole-array passes here)."""
-    low = np.empty(min(flat.size, _BLOCK), flat.dtype)
-    for i in range(0, flat.size, _BLOCK):
-        x = flat[i : i + _BLOCK]
-        t = low[: x.size]
-        np.bitwise_and(x, 1, out=t)
-        np.negative(t, out=t)  # (0 or all ones)
-        np.right_shift(x, 1, out=x)
-        np.bitwise_xor(x, t, out=x)
-        np.add(x, r[i : i + _BLOCK], out=x)
+    """``flat`` <- r + unzigzag(flat): one pass in C++ (``_core.unzigzag_add``; NumPy's
+    five passes took 4x as long on float32 steps)."""
+    from nncodecs import _core
 
-
-#: Elements :func:`inverse` undoes a difference of at a time.
-_BLOCK = 1 << 16
+    if flat.size:
+        _core.unzigzag_add(flat.view(np.uint8), np.ascontiguousarray(r).view(np.uint8),
+                           flat.dtype.itemsize)  # fmt: skip
 
 
 def choose(target: np.ndarray, ref: np.ndarray, bits: Any, plain: Any) -> str | None:
