@@ -601,3 +601,48 @@ def test_forged_transform_dtype_and_flags_never_give_wrong_numbers(tmp_path: Pat
         for read in (lambda: r.read_tensor("layer.weight"), lambda: r["layer.weight"][2:5]):
             with pytest.raises(ReferenceProblemError, match="int32"):
                 read()
+
+
+def test_fifos_link_chains_and_loops_are_clear_errors_and_whole_slices_are_checked(
+    tmp_path: Path,
+) -> None:
+    s = series(3)
+    os.mkfifo(tmp_path / "fifo.zarr.zip")
+    with pytest.raises(nncodecs.NotAContainerError, match="not a file or directory"):
+        Reader(tmp_path / "fifo.zarr.zip")
+    with pytest.raises(ReferenceProblemError):
+        write(tmp_path / "x.zarr.zip", s[1], reference=tmp_path / "fifo.zarr.zip")
+    # A link to a link: the references beside either target are found.
+    (tmp_path / "snap").mkdir()
+    first = write(tmp_path / "snap" / "a.zarr.zip", s[0])
+    second = write(tmp_path / "snap" / "b.zarr.zip", s[1], reference=first)
+    (tmp_path / "L").mkdir()
+    (tmp_path / "M").mkdir()
+    (tmp_path / "M" / "b.zarr.zip").symlink_to(second)
+    (tmp_path / "L" / "c.zarr.zip").symlink_to(tmp_path / "M" / "b.zarr.zip")
+    with Reader(tmp_path / "L" / "c.zarr.zip") as r:
+        r.verify()
+    # A loop of links as a reference's place: a ReferenceProblemError.
+    (tmp_path / "snap" / "a.zarr.zip").rename(tmp_path / "a0.zarr.zip")
+    (tmp_path / "snap" / "a.zarr.zip").symlink_to(tmp_path / "snap" / "loop.zarr.zip")
+    (tmp_path / "snap" / "loop.zarr.zip").symlink_to(tmp_path / "snap" / "a.zarr.zip")
+    with Reader(second) as r, pytest.raises(ReferenceProblemError):
+        r.read_tensor("layer.weight")
+    # A forged transform (document and records both): a slice of the whole is checked.
+    base = write(tmp_path / "h.zarr", s[0], hashes=True)
+    step = write(tmp_path / "i.zarr", s[1], reference=base)
+    with Reader(step) as r:
+        transform = r.references()["layer.weight"]["transform"]
+    other = "xor" if transform == "sub" else "sub"
+
+    def both(doc: dict) -> None:
+        text = json.dumps(doc).replace(f'"transform": "{transform}"', f'"transform": "{other}"')
+        doc.clear()
+        doc.update(json.loads(text))
+
+    forge(step, "layer.weight", both)
+    with Reader(step) as r:
+        for whole in (lambda: r["layer.weight"][:], lambda: r["layer.weight"][...],
+                      lambda: r["layer.weight"][0:300, :]):  # fmt: skip
+            with pytest.raises(ReferenceProblemError, match="CRC32C"):
+                whole()

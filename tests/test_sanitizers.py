@@ -124,7 +124,8 @@ def test_python_decoder_tests_with_a_sanitized_core(tmp_path: Path) -> None:
             str(ROOT / "tests" / "test_output_cache.py"),
             str(ROOT / "tests" / "test_conformance.py"),
             "-k",
-            "not round_trip_every_array",
+            # (the corpus under an address-space limit: not where ASan reserves terabytes)
+            "not round_trip_every_array and not under_a_memory_and_time_limit",
         ],
         env=env,
         cwd=tmp_path,

@@ -40,9 +40,11 @@ class DeltaArray:
     its coded bits and of its reference that hold rows ``i:j``, no others."""
 
     def __init__(
-        self, coded: Any, reference: Any, transform: str, dtype: np.dtype, fail: Any
-    ) -> None:
+        self, coded: Any, reference: Any, transform: str, dtype: np.dtype, fail: Any,
+        crc: int | None = None,
+    ) -> None:  # fmt: skip
         self._coded, self._ref, self._transform, self._fail = coded, reference, transform, fail
+        self._crc = crc
         self.dtype, self.shape = np.dtype(dtype), tuple(coded.shape)
         self.ndim, self.chunks = len(self.shape), tuple(coded.chunks)
 
@@ -65,7 +67,11 @@ class DeltaArray:
             raise
         except (CorruptDataError, OSError) as exc:
             raise self._fail(f"its reference is unreadable there: {exc}") from None
-        return delta.inverse(self._transform, coded, base).view(self.dtype)
+        out = delta.inverse(self._transform, coded, base).view(self.dtype)
+        whole = self._crc is not None and _whole(index, self.shape)
+        if whole and delta.crc32c(np.ascontiguousarray(out)) != self._crc:
+            raise self._fail("its bits differ from the CRC32C recorded at write")
+        return out
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         out = self[...]
@@ -119,7 +125,10 @@ class DeltaReads:
         except ReferenceProblemError as exc:
             raise self._fail(name, str(exc)) from None
         if where not in self._ref_readers:
-            key = _place(where)
+            try:
+                key = _place(where)
+            except (OSError, RuntimeError) as exc:  # (a loop of links: 3.11 raises RuntimeError)
+                raise self._fail(name, f"{what} cannot be opened ({exc})") from None
             if key in self._chain:
                 raise self._fail(name, f"{what}: a cycle (that container is already on "
                                  "this chain of references)")  # fmt: skip
@@ -279,8 +288,9 @@ class DeltaReads:
             raise
         except (CorruptDataError, OSError) as exc:
             raise self._fail(name, f"its reference {tensor!r} is unreadable: {exc}") from None
+        crc = member.attrs.get("crc32c")
         return DeltaArray(coded, base, config["transform"], doc_dtype(config["doc"]),
-                          lambda why: self._fail(name, why))  # fmt: skip
+                          lambda why: self._fail(name, why), crc)  # fmt: skip
 
     def _delta_to_device(self, name: str, to: str, device: str) -> Any:
         from nncodecs.codecs.device import host_to_device
@@ -307,6 +317,27 @@ class DeltaReads:
                     "depth": depth,
                 }
         return out
+
+
+def _whole(index: Any, shape: tuple[int, ...]) -> bool:
+    """Whether ``index`` selects a whole array of ``shape`` in order (``[...]``, ``[:]``,
+    ``[0:n]``): a slice its CRC32C record checks."""
+    idx = index if isinstance(index, tuple) else (index,)
+    dots = [k for k, i in enumerate(idx) if i is Ellipsis]
+    if len(dots) > 1:
+        return False
+    if dots:
+        at = dots[0]
+        idx = idx[:at] + (slice(None),) * (len(shape) - len(idx) + 1) + idx[at + 1 :]
+    if len(idx) > len(shape):
+        return False
+    for i, dim in zip(idx, shape, strict=False):
+        if isinstance(i, slice):
+            if i.indices(dim) != (0, dim, 1):
+                return False
+        elif not (isinstance(i, int | np.integer) and dim == 1 and int(i) in (0, -1)):
+            return False
+    return True
 
 
 def _place(target: Any) -> str:

@@ -61,6 +61,8 @@ def open_local(path: Path) -> ContainerFiles:
     """A local container (``*.zip`` or a file: a zip; else a directory), open for reading."""
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such container")
+    if not (path.is_file() or path.is_dir()):  # (a FIFO or device: never opened, it may block)
+        raise NotAContainerError(f"{path}: not an nncodecs container (not a file or directory)")
     if is_zip_target(path):
         check_zip(path)
         try:

@@ -93,6 +93,19 @@ def _absolute(path: Path) -> Path:
     return Path(os.path.abspath(path))
 
 
+def _directories(here: Path) -> list[Path]:
+    """The directories a container's relative references may lie in: the one it was
+    named in, then, where it is a link, each link target's along the way."""
+    out, at = [_absolute(here).parent], _absolute(here)
+    for _ in range(40):  # (the kernel's own bound on links followed)
+        if not at.is_symlink():
+            break
+        at = _absolute(at.parent / os.readlink(at))
+        if at.parent not in out:
+            out.append(at.parent)
+    return out
+
+
 def _beside(directory: Path, recorded: str) -> str:
     """A relative place opened from ``directory`` (the container's, as it was named):
     through no linked directory (the container itself may be a link, as in a Hugging
@@ -127,11 +140,9 @@ def resolve_reference(container: Any, recorded: Any, allowed: dict[str, str]) ->
         raise ReferenceProblemError(f"a reference's container is {recorded!r}: not a path")
     if _relative(recorded):
         here = local_target(container)
-        if here is not None:  # (beside the container as named; else beside its link's target)
-            first = _beside(_absolute(here).parent, recorded)
-            if Path(first).exists() or not here.is_symlink():
-                return first
-            return _beside(here.resolve().parent, recorded)
+        if here is not None:  # (beside the container as named; else beside a link's target)
+            places = [_beside(d, recorded) for d in _directories(here)]
+            return next((p for p in places if Path(p).exists()), places[0])
         if isinstance(container, str):
             return posixpath.join(_url_parent(container), recorded)
         raise ReferenceProblemError(
