@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import ml_dtypes
 import numpy as np
@@ -558,18 +559,32 @@ def test_an_output_elsewhere_needs_only_the_references_named(tmp_path: Path) -> 
         assert {v["container"] for v in r.references().values()} == {str(prev.resolve())}
 
 
+def other_transform(step: Path, name: str = "layer.weight") -> Any:
+    """A document edit that swaps a delta tensor's transform wherever its document says
+    it (its codec's configuration, not its records)."""
+    with Reader(step) as r:
+        transform = r.references()[name]["transform"]
+    other = "xor" if transform == "sub" else "sub"
+
+    def edit(doc: dict) -> None:
+        text = json.dumps(doc).replace(f'"transform": "{transform}"', f'"transform": "{other}"')
+        doc.clear()
+        doc.update(json.loads(text))
+
+    edit.other = other  # type: ignore[attr-defined]
+    return edit
+
+
+def _records_say(doc: dict, transform: str) -> None:
+    doc["attributes"][next(iter(doc["attributes"]))]["transform"] = transform
+
+
 def test_forged_transform_dtype_and_flags_never_give_wrong_numbers(tmp_path: Path) -> None:
     s = series(2)
     base = write(tmp_path / "a.zarr", {**s[0], "ints": np.arange(64 * 300, dtype=np.int32)})
     step = write(tmp_path / "b.zarr", s[1], reference=base)
-    with Reader(step) as r:
-        transform = r.references()["layer.weight"]["transform"]
-    other = "xor" if transform == "sub" else "sub"
-
-    def doc_edit(doc: dict) -> None:
-        text = json.dumps(doc).replace(f'"transform": "{transform}"', f'"transform": "{other}"')
-        doc.clear()
-        doc.update(json.loads(text))
+    doc_edit = other_transform(step)
+    other = doc_edit.other
 
     forged = tmp_path / "forged.zarr"
     shutil.copytree(step, forged)
@@ -581,7 +596,7 @@ def test_forged_transform_dtype_and_flags_never_give_wrong_numbers(tmp_path: Pat
 
     def records_too(doc: dict) -> None:
         doc_edit(doc)
-        doc["attributes"][next(iter(doc["attributes"]))]["transform"] = other
+        _records_say(doc, other)
 
     shutil.rmtree(forged)
     shutil.copytree(step, forged)
@@ -631,16 +646,8 @@ def test_fifos_link_chains_and_loops_are_clear_errors_and_whole_slices_are_check
     # A forged transform (document and records both): a slice of the whole is checked.
     base = write(tmp_path / "h.zarr", s[0], hashes=True)
     step = write(tmp_path / "i.zarr", s[1], reference=base)
-    with Reader(step) as r:
-        transform = r.references()["layer.weight"]["transform"]
-    other = "xor" if transform == "sub" else "sub"
-
-    def both(doc: dict) -> None:
-        text = json.dumps(doc).replace(f'"transform": "{transform}"', f'"transform": "{other}"')
-        doc.clear()
-        doc.update(json.loads(text))
-
-    forge(step, "layer.weight", both)
+    both = other_transform(step)
+    forge(step, "layer.weight", lambda doc: (both(doc), _records_say(doc, both.other)))
     with Reader(step) as r:
         for whole in (lambda: r["layer.weight"][:], lambda: r["layer.weight"][...],
                       lambda: r["layer.weight"][0:300, :]):  # fmt: skip
