@@ -24,7 +24,7 @@ void huffman_lengths(const std::uint32_t counts[256], unsigned max_bits, std::ui
   // Nodes 0..n-1 are leaves, n..2n-2 internal; parent[] gives the tree.
   std::uint64_t weight[511];
   int parent[511];
-  std::fill(parent, parent + 2 * n - 1, -1);
+  std::fill(parent, parent + (2 * n - 1), -1);  // (not parent + 2n - 1: past the end)
   for (int i = 0; i < n; ++i) weight[i] = counts[sym[i]];
   int leaf = 0, inner = n, next = n;
   auto take = [&]() {

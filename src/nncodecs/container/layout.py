@@ -11,11 +11,12 @@ so a writer killed mid-tensor never leaves a tensor that reads back wrong.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import math
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -24,7 +25,7 @@ from nncodecs import _core
 from nncodecs.container import zarr_docs
 from nncodecs.container.kept import kept_entries
 from nncodecs.container.names import escape, legacy_escape, unescape
-from nncodecs.errors import CorruptDataError, NotAContainerError
+from nncodecs.errors import CorruptDataError, NNCodecsError, NotAContainerError
 from nncodecs.outputs import CONTAINER_FORMAT
 
 __all__ = [
@@ -215,14 +216,29 @@ class Member:
     @functools.cached_property
     def node(self) -> Any:
         """Its Zarr array (dense) or sub-group."""
-        return self._load()
+        with self._readable():
+            return self._load()
 
     @functools.cached_property
     def arrays(self) -> list[tuple[Any, Any]]:
         """(array, its attributes under ATTRS_KEY) of each part."""
         if self.layout == "dense":
             return [(self.node, self.attrs)]
-        return [(a, a.attrs.get(ATTRS_KEY)) for _, a in self.node.arrays()]
+        with self._readable():
+            return [(a, a.attrs.get(ATTRS_KEY)) for _, a in self.node.arrays()]
+
+    @contextlib.contextmanager
+    def _readable(self) -> Iterator[None]:
+        """What Zarr raises on a node's damaged documents (JSON that does not parse, a
+        field of the wrong kind, a part's document missing): a CorruptDataError."""
+        try:
+            yield
+        except (ValueError, TypeError, KeyError, FileNotFoundError) as exc:
+            if isinstance(exc, NNCodecsError):
+                raise
+            raise CorruptDataError(
+                f"tensor node {self.path!r}: unreadable metadata ({type(exc).__name__}: {exc})"
+            ) from None
 
 
 def _claim(members: dict[str, Any], nodes: dict[str, str], node: str, attrs: Any) -> str:

@@ -49,7 +49,9 @@ def detect_format(path: str | Path) -> str:
         try:
             with zipfile.ZipFile(path) as z:
                 names = z.namelist()
-        except (zipfile.BadZipFile, OSError) as exc:
+        # (zipfile raises more than BadZipFile on a forged directory: a name not UTF-8,
+        # a compression method it lacks)
+        except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError) as exc:
             raise CorruptDataError(f"{path}: a damaged zip file ({exc})") from None
         if "zarr.json" in names:
             return "container"

@@ -20,6 +20,7 @@ from nncodecs.container.composite import Records
 from nncodecs.dtypes import normalize_dtype
 from nncodecs.errors import CorruptDataError
 from nncodecs.formats.ggml import BLOCK_FIELDS
+from nncodecs.formats.gguf_header import check_gguf_header
 from nncodecs.formats.source import FileRows, Source, Tensor
 from nncodecs.formats.spliced import spliced_metadata
 
@@ -41,6 +42,7 @@ class GgufSource(Source):
     def _list(self) -> list[Tensor]:
         from gguf import GGUFReader
 
+        check_gguf_header(self.path)  # (the package trusts its counts: a forged one hangs it)
         try:
             reader = GGUFReader(self.path)
         except Exception as exc:  # the gguf package raises plain errors for bad files

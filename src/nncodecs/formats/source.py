@@ -10,9 +10,15 @@ restores them from a container (``restore_safetensors``, ``restore_gguf``, ``wri
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import functools
 import json
 import math
 import os
+import struct
+import zipfile
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,6 +105,36 @@ class FileRows:
         return arr.reshape((stop - start, *self.shape[1:])) if self.shape else arr.reshape(())
 
 
+#: What the parsers of other packages a Source calls (zipfile, json, NumPy's npz, the
+#: ``gguf`` package, onnx) raise on damaged bytes, besides a plain ValueError.
+_DAMAGED = (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, struct.error,
+            KeyError, IndexError, OverflowError)  # fmt: skip
+
+
+@contextlib.contextmanager
+def damaged_file(path: Path, fmt: str) -> Iterator[None]:
+    """Turns what a parser of another package raises on a damaged file (``_DAMAGED``, and
+    ValueError's subclasses such as UnicodeDecodeError) into a CorruptDataError that
+    names the file; nncodecs' own errors, ValueError and TypeError pass as they are."""
+    try:
+        yield
+    except (*_DAMAGED, ValueError) as exc:
+        kind = type(exc)
+        if kind is ValueError or kind.__module__.startswith("nncodecs"):
+            raise
+        what = f"{kind.__name__}: {exc}" if str(exc) else kind.__name__
+        raise CorruptDataError(f"{path}: a damaged {fmt} file ({what})") from None
+
+
+def _guarded(load: Callable[[], Any], path: Path, fmt: str) -> Callable[[], Any]:
+    @functools.wraps(load)
+    def read() -> Any:
+        with damaged_file(path, fmt):
+            return load()
+
+    return read
+
+
 class Source:
     """A model file (or directory) of one format, read lazily.
 
@@ -121,7 +157,10 @@ class Source:
     def tensors(self) -> list[Tensor]:
         """Every tensor, in file order, from the header (no tensor data read)."""
         if self._tensors is None:
-            self._tensors = self._list()
+            with damaged_file(self.path, self.format):
+                listed = self._list()
+            self._tensors = [t if t.load is None else dataclasses.replace(
+                t, load=_guarded(t.load, self.path, self.format)) for t in listed]  # fmt: skip
         return self._tensors
 
     def arrays(self) -> Iterator[tuple[str, Any]]:
