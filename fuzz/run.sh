@@ -98,7 +98,7 @@ for t in "${targets[@]}"; do
   link plain "$t" "${plain[@]}" -fsanitize=fuzzer
   link asan "$t" "${asan[@]}" -fsanitize=fuzzer,address,undefined
   link cov "$t" "${cov[@]}" -fsanitize=fuzzer
-  $clang -std=c++17 -O1 -Icpp/include $kernels "fuzz/fuzz_$t.cpp" fuzz/common.cpp fuzz/driver.cpp \
+  $clang -std=c++17 -O1 -Wno-format-security -Icpp/include $kernels "fuzz/fuzz_$t.cpp" fuzz/common.cpp fuzz/driver.cpp \
     -o "$out/seeder-$t" -lzstd -lpthread
   rm -rf "$out/seeds/$t" && mkdir -p "$out/seeds/$t" "$out/corpus/$t"
   "$out/seeder-$t" --write-seeds "$out/seeds/$t" $frames >/dev/null

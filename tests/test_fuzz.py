@@ -117,8 +117,14 @@ def test_python_target_over_its_seeds_and_regressions(target: str) -> None:
     seeds = list(TARGETS.seeds(target))
     assert seeds, f"no seed for {target}"
     cases = TARGETS.regressions(target)
+    torch_absent = importlib.util.find_spec("torch") is None
     for data in [*seeds, *(p.read_bytes() for p in cases)]:
-        run(data)  # (raises FindingError on anything but a result or a clear error)
+        try:
+            run(data)  # (raises FindingError on anything but a result or a clear error)
+        except TARGETS.FindingError as exc:
+            # (an input taken for a torch pickle needs torch: absent on Python 3.12 here)
+            if not (torch_absent and isinstance(exc.__cause__, ModuleNotFoundError)):
+                raise
 
 
 def test_every_regression_case_has_a_target() -> None:
