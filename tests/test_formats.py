@@ -470,3 +470,52 @@ def test_ztensor_csr_tensors(tmp_path: Path) -> None:
     with pytest.raises(CorruptDataError, match="CSR tensor 'm'"):
         compress(tmp_path / "bad.zt", tmp_path / "bad.zarr")
     assert not (tmp_path / "bad.zarr").exists()
+
+
+def test_npz_arrays_read_in_steps_as_numpy_reads_them(tmp_path: Path) -> None:
+    """The npz reader reads each entry itself, in steps (its memory grows only as bytes
+    arrive): Fortran order, big-endian, 0-d, empty and every compression zip offers come
+    back as ``np.load`` gives them."""
+    import zipfile
+
+    from nncodecs.formats import iter_source
+
+    rng = np.random.default_rng(3)
+    arrays = {
+        "fortran": np.asfortranarray(rng.standard_normal((5, 7)).astype(np.float32)),
+        "big": rng.standard_normal(9).astype(">f8"),
+        "scalar": np.array(3, np.int16),
+        "empty": np.zeros((0, 4), np.float16),
+    }
+    for method in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA):
+        path = tmp_path / f"m{method}.npz"
+        with zipfile.ZipFile(path, "w", method) as z:
+            for name, arr in arrays.items():
+                with z.open(name + ".npy", "w") as f:
+                    np.lib.format.write_array(f, arr)
+        got = dict(iter_source(path))
+        for name, arr in arrays.items():
+            assert got[name].dtype == arr.dtype and got[name].shape == arr.shape
+            assert np.array_equal(got[name], arr), (method, name)
+
+
+def test_only_other_packages_failures_are_called_damage(tmp_path: Path) -> None:
+    """``damaged_file`` makes what another package's parser raises a CorruptDataError; a
+    KeyError raised in nncodecs' own code is a gap of nncodecs and passes as it is (a
+    valid file is never called damaged for it); an OSError of the system passes too."""
+    import errno
+
+    from nncodecs.formats.source import damaged_file
+
+    ours: dict[str, Any] = {"__name__": "nncodecs.formats.example"}
+    exec("def lookup():\n    return {}['field']\n", ours)
+    with pytest.raises(KeyError), damaged_file(tmp_path / "m.npz", "npz"):
+        ours["lookup"]()
+    damaged = pytest.raises(CorruptDataError, match="a damaged npz file")
+    with damaged, damaged_file(tmp_path / "m.npz", "npz"):
+        {}["field"]  # (raised here: outside nncodecs, as zipfile's would be)
+    for damage in (OSError("Invalid data stream"), OSError(errno.EINVAL, "Invalid argument")):
+        with pytest.raises(CorruptDataError), damaged_file(tmp_path / "m.npz", "npz"):
+            raise damage
+    with pytest.raises(OSError, match="No space"), damaged_file(tmp_path / "m.npz", "npz"):
+        raise OSError(errno.ENOSPC, "No space left on device")

@@ -8,6 +8,7 @@ __all__ = [
     "NotAContainerError",
     "ReferenceNeededError",
     "ReferenceProblemError",
+    "raised_by_nncodecs",
 ]
 
 
@@ -37,3 +38,15 @@ class ReferenceProblemError(CorruptDataError):
     """A tensor's reference (another container's tensor it is stored against) is
     missing, unreadable, outside the places it may be read from, or not the tensor it
     was written against."""
+
+
+def raised_by_nncodecs(exc: BaseException) -> bool:
+    """Whether the innermost Python frame of an exception's traceback is nncodecs' own:
+    a KeyError or RuntimeError raised there is a gap of nncodecs, not damage that another
+    package's parser or codec found (those are made CorruptDataError)."""
+    tb, last = exc.__traceback__, None
+    while tb is not None:
+        last, tb = tb, tb.tb_next
+    if last is None:
+        return False
+    return str(last.tb_frame.f_globals.get("__name__")).startswith("nncodecs.")

@@ -220,12 +220,22 @@ def _interleave(name: str, parts: dict[str, np.ndarray], attrs: dict) -> np.ndar
     return out.reshape(-1)
 
 
+#: The parts of each composite kind but records (whose fields its attributes list).
+_PARTS = {"mxfp4": {"blocks", "scales"}, "nvfp4": {"blocks", "scales"}, "coo": {"coords", "data"},
+          "csr": {"data", "indices", "indptr"}, "csc": {"data", "indices", "indptr"}}  # fmt: skip
+
+
 def assemble(name: str, kind: str, parts: dict[str, np.ndarray], attrs: dict, to: str) -> Any:
     """The tensor a Reader returns from its parts: an MXFP4 / NVFP4 pair
     (``to``: its arrays' kind), a SciPy matrix (``to="scipy"``) or a dict of
     the NumPy parts and ``shape``."""
     if kind == "records":
         return convert(_interleave(name, parts, attrs), to, owned=True)
+    want = _PARTS.get(kind)
+    if want is not None and set(parts) != want:
+        raise CorruptDataError(
+            f"tensor {name!r}: a {kind} tensor of parts {sorted(parts)}, not {sorted(want)}"
+        )
     if kind in ("mxfp4", "nvfp4"):
         pair = (parts["blocks"], parts["scales"])
         return tuple(convert(a, to) for a in pair) if to != "numpy" else pair

@@ -233,7 +233,14 @@ class Member:
         field of the wrong kind, a part's document missing): a CorruptDataError."""
         try:
             yield
-        except (ValueError, TypeError, KeyError, FileNotFoundError) as exc:
+        except (
+            ValueError,
+            TypeError,
+            KeyError,
+            AttributeError,
+            RecursionError,
+            FileNotFoundError,
+        ) as exc:
             if isinstance(exc, NNCodecsError):
                 raise
             raise CorruptDataError(
@@ -369,7 +376,14 @@ def open_container(
     except (NotAContainerError, CorruptDataError) as exc:
         msg = str(exc)
         raise type(exc)(msg if msg.startswith(where) else f"{where}: {msg}") from None
-    except (FileNotFoundError, KeyError, ValueError, TypeError) as exc:
+    except (
+        FileNotFoundError,
+        KeyError,
+        ValueError,
+        TypeError,
+        AttributeError,
+        RecursionError,
+    ) as exc:
         if "zarr" in type(exc).__module__ or "group" in str(exc).lower():
             raise NotAContainerError(
                 f"{where}: not an nncodecs container (no Zarr group)"

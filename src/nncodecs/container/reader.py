@@ -21,7 +21,7 @@ from nncodecs.container.files import Strict, local_target, open_local
 from nncodecs.container.gcpause import collector_paused
 from nncodecs.container.kept import HIDDEN, kept_key
 from nncodecs.container.tensor_info import TensorInfo, info_from_doc, info_from_node
-from nncodecs.errors import CorruptDataError
+from nncodecs.errors import CorruptDataError, raised_by_nncodecs
 from nncodecs.frame import set_threads
 
 __all__ = ["Reader", "TensorInfo"]
@@ -51,9 +51,8 @@ class Reader(DeltaReads):
         self._closed = False
         self._base, self._zarr, self._owned, self._lock = None, None, True, threading.Lock()
         self._sizes: dict[str, int] | None = None
-        # (no collection while opening: the hundreds of thousands of objects of a zip's
-        # directory and a root document set off full collections that rescanned them,
-        # 0.17-0.35 s of opening 5,000 tensors against 0.10-0.13 s without)
+        # (no collection while opening: a zip's directory and root document set off full
+        # collections: 0.17-0.35 s of opening 5,000 tensors against 0.10-0.13 s without)
         with collector_paused():
             self._open(target, storage_options)
         # name -> how its Zarr metadata contradicts its records (an error on every use);
@@ -273,7 +272,9 @@ class Reader(DeltaReads):
             yield
         except CorruptDataError as exc:
             raise self._error(name, exc) from None
-        except (ValueError, ArithmeticError) as exc:  # (Zarr's, on forged metadata or data)
+        except (ValueError, ArithmeticError, RuntimeError) as exc:  # (Zarr's and its codecs')
+            if isinstance(exc, RuntimeError) and raised_by_nncodecs(exc):
+                raise
             self._check_open()  # (a read begun before close(): the user's error, not data)
             why = CorruptDataError(f"unreadable as stored ({type(exc).__name__}: {exc})")
             raise self._error(name, why) from None

@@ -61,7 +61,7 @@ def _plan_model(name: str, source: Any, target: str) -> Model:
         return Model(name, target, tensors, {})
     with open_source(Path(source)) as src:
         # the same records as compress's, so that decompress restores it alike
-        meta = src.metadata()
+        meta = src.checked_metadata()
         gaps = keep_gaps_apart(meta)
         kept = src.kept_files()
         if kept:

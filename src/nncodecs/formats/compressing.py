@@ -83,7 +83,7 @@ def compress(
                     progress(min(done, total), total)
             for rel, path in kept:  # (a snapshot's config, tokenizer, ...)
                 w.add_file(rel, file_bytes(path))
-            meta = src.metadata()
+            meta = src.checked_metadata()
             # (a GGUF's vocabulary, an ONNX graph: arrays, not attributes)
             for name, data in keep_gaps_apart(meta).items():
                 w.add_hidden_file(name, data)

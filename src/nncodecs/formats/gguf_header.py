@@ -3,8 +3,11 @@
 The package trusts the counts it reads: an array of 2^60 empty strings in a 300-byte
 file keeps its reader looping for ever. :func:`check_gguf_header` walks the key-value
 section and the tensor infos (GGUF versions 2 and 3, little-endian) and refuses, with a
-CorruptDataError, any count, length or type that the bytes left cannot hold, in time
-linear in the file's header size.
+CorruptDataError, any count, length or type that the bytes left cannot hold, and any
+tensor whose offset or element count the file cannot hold (the package's NumPy sums
+wrap past 2^64), in time linear in the file's header size. A big-endian file (the
+version's bytes swapped) is refused with a TypeError: its tensors would come back with
+their bytes swapped.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ _STRING, _ARRAY = 8, 9
 _LEAST = {**_SCALAR, _STRING: 8, _ARRAY: 12}
 #: GGML tensors have at most 4 dimensions (the format allows no more).
 _MAX_DIMS = 4
+#: No GGML type packs more than 8 elements in a byte (the smallest, IQ1_S, 1.56 bits).
+_MAX_PER_BYTE = 8
 
 
 class _Walk:
@@ -92,7 +97,10 @@ def _walk(w: _Walk) -> None:
     if w.data[:4] != b"GGUF":
         raise w.fail("no GGUF magic")
     w.take(4)
-    if w.u32() not in (2, 3):
+    version = w.u32()
+    if version not in (2, 3):
+        if version & 0xFFFF == 0:  # (how the gguf package tells a big-endian file)
+            raise TypeError(f"{w.path}: a big-endian GGUF file (not supported)")
         return
     tensors, fields = w.u64(), w.u64()
     w.count(fields, 8 + 4 + 1, "key-value fields")  # (a key, a type, the least value)
@@ -105,4 +113,10 @@ def _walk(w: _Walk) -> None:
         dims = w.u32()
         if dims > _MAX_DIMS:
             raise w.fail(f"a tensor of {dims} dimensions")
-        w.take(8 * dims + 4 + 8)
+        elements = 1
+        for _ in range(dims):
+            elements *= w.u64()
+        w.take(4)  # (the GGML type: the package checks it)
+        offset = w.u64()
+        if elements > _MAX_PER_BYTE * len(w.data) or offset > len(w.data):
+            raise w.fail(f"a tensor the file cannot hold ({elements} elements at {offset})")

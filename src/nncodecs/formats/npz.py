@@ -16,9 +16,15 @@ from nncodecs.formats.source import Source, Tensor
 __all__ = ["NpzSource", "write_npz"]
 
 
+#: Bytes read at a time from an entry (an array grows only as its bytes arrive).
+_STEP = 1 << 24
+
+
 class NpzSource(Source):
     """The arrays of an ``.npz``, each header checked against its zip entry's size before
-    anything is allocated (a 253-byte file may declare a 373 GiB array)."""
+    anything is allocated (a 253-byte file may declare a 373 GiB array), and each array
+    read in steps, its memory growing only as its entry's bytes arrive (the entry's size
+    in the zip directory may be forged too)."""
 
     format = "npz"
 
@@ -27,35 +33,51 @@ class NpzSource(Source):
         self._npz: Any = None
 
     def _list(self) -> list[Tensor]:
-        from numpy.lib import format as npy
-
-        path = self.path
-        self._npz = npz = np.load(path, allow_pickle=False)
+        self._npz = npz = np.load(self.path, allow_pickle=False)
         out = []
         for name in npz.files:
-            info = npz.zip.getinfo(name + ".npy")
-            with npz.zip.open(info) as f:
-                try:
-                    version = npy.read_magic(f)
-                    read = npy.read_array_header_1_0 if version == (1, 0) else (
-                        npy.read_array_header_2_0)  # fmt: skip
-                    shape, _, dtype = read(f)
-                except ValueError as exc:
-                    raise CorruptDataError(f"{path}: array {name!r}: {exc}") from None
-                if dtype.hasobject:
-                    raise TypeError(f"{path}: array {name!r} holds Python objects")
-                declared = math.prod(shape) * dtype.itemsize
-                if f.tell() + declared != info.file_size:
-                    raise CorruptDataError(
-                        f"{path}: array {name!r} declares {declared} bytes, its entry holds "
-                        f"{info.file_size - f.tell()}"
-                    )
+            with npz.zip.open(name + ".npy") as f:
+                shape, _, dtype, _ = self._header(name, f)
             try:
                 dtype_name(dtype)
             except (TypeError, ValueError) as exc:
-                raise type(exc)(f"{path}: array {name!r}: {exc}") from None
-            out.append(Tensor(name, dtype, tuple(shape), load=lambda name=name: npz[name]))
+                raise type(exc)(f"{self.path}: array {name!r}: {exc}") from None
+            out.append(Tensor(name, dtype, shape, load=lambda name=name: self._load(name)))
         return out
+
+    def _header(self, name: str, f: Any) -> tuple[tuple[int, ...], bool, np.dtype, int]:
+        """(shape, Fortran order, dtype, bytes of data) of an entry's array, checked."""
+        from numpy.lib import format as npy
+
+        try:
+            version = npy.read_magic(f)
+            read = npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0
+            shape, fortran, dtype = read(f)
+        except ValueError as exc:
+            raise CorruptDataError(f"{self.path}: array {name!r}: {exc}") from None
+        if dtype.hasobject:
+            raise TypeError(f"{self.path}: array {name!r} holds Python objects")
+        declared = math.prod(shape) * dtype.itemsize
+        size = self._npz.zip.getinfo(name + ".npy").file_size
+        if f.tell() + declared != size:
+            raise CorruptDataError(
+                f"{self.path}: array {name!r} declares {declared} bytes, its entry holds "
+                f"{size - f.tell()}"
+            )
+        return tuple(shape), bool(fortran), dtype, declared
+
+    def _load(self, name: str) -> np.ndarray:
+        with self._npz.zip.open(name + ".npy") as f:
+            shape, fortran, dtype, declared = self._header(name, f)
+            data = bytearray()
+            while len(data) < declared:
+                step = f.read(min(_STEP, declared - len(data)))
+                if not step:
+                    raise CorruptDataError(f"{self.path}: array {name!r} ends short")
+                data += step
+            f.read()  # (to the entry's end, where zipfile checks its CRC-32)
+        arr = np.frombuffer(data, dtype)
+        return arr.reshape(shape[::-1]).T if fortran else arr.reshape(shape)
 
     def close(self) -> None:
         if self._npz is not None:

@@ -87,7 +87,7 @@ class SafetensorsFile:
             self.header_bytes = f.read(n)
         try:
             header = json.loads(self.header_bytes)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
             raise CorruptDataError(f"{self.path}: header is not JSON: {exc}") from exc
         if not isinstance(header, dict):
             raise CorruptDataError(f"{self.path}: header is not a JSON object")

@@ -41,7 +41,7 @@ def safetensors_files(path: Path) -> tuple[list[Path], str | None]:
         try:
             weight_map = json.loads(text)["weight_map"]
             names = set(weight_map.values())
-        except (ValueError, KeyError, TypeError, AttributeError):
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
             raise CorruptDataError(f"{index}: not a safetensors index (no weight_map)") from None
         files = sorted(plain_name(f, str(index)) for f in names)
         for f in files:

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import functools
 import json
+import lzma
 import math
 import os
 import struct
@@ -27,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from nncodecs import _core
-from nncodecs.errors import CorruptDataError
+from nncodecs.errors import CorruptDataError, raised_by_nncodecs
 from nncodecs.formats.digests import file_digests
 
 __all__ = [
@@ -106,21 +108,32 @@ class FileRows:
 
 
 #: What the parsers of other packages a Source calls (zipfile, json, NumPy's npz, the
-#: ``gguf`` package, onnx) raise on damaged bytes, besides a plain ValueError.
-_DAMAGED = (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, struct.error,
-            KeyError, IndexError, OverflowError)  # fmt: skip
+#: ``gguf`` package, onnx, the bz2 / lzma decompressors) raise on damaged bytes, besides a
+#: plain ValueError; RecursionError: JSON or a protobuf nested beyond Python's stack.
+_DAMAGED = (zipfile.BadZipFile, zlib.error, lzma.LZMAError, EOFError, NotImplementedError,
+            struct.error, KeyError, IndexError, OverflowError, RecursionError)  # fmt: skip
+#: Damage only where another package raised them (zipfile's RuntimeError for an entry
+#: flagged encrypted, its KeyError for a missing one): raised in nncodecs' own code they
+#: are a gap of nncodecs (a finding), and pass as they are.
+_ELSEWHERE = (KeyError, IndexError, RuntimeError)
 
 
 @contextlib.contextmanager
 def damaged_file(path: Path, fmt: str) -> Iterator[None]:
     """Turns what a parser of another package raises on a damaged file (``_DAMAGED``, and
-    ValueError's subclasses such as UnicodeDecodeError) into a CorruptDataError that
-    names the file; nncodecs' own errors, ValueError and TypeError pass as they are."""
+    ValueError's subclasses such as UnicodeDecodeError; an OSError that no system call
+    raised, as bz2's "Invalid data stream", or EINVAL, as zipfile's seek to a forged
+    negative offset) into a CorruptDataError that names the file; nncodecs' own errors,
+    ValueError and TypeError pass as they are."""
     try:
         yield
-    except (*_DAMAGED, ValueError) as exc:
+    except (*_DAMAGED, ValueError, OSError, RuntimeError) as exc:
         kind = type(exc)
-        if kind is ValueError or kind.__module__.startswith("nncodecs"):
+        ours = kind is ValueError or kind.__module__.startswith("nncodecs")
+        if ours or (isinstance(exc, OSError) and exc.errno not in (None, errno.EINVAL)):
+            raise
+        mine = raised_by_nncodecs(exc) and not isinstance(exc, RecursionError)
+        if isinstance(exc, _ELSEWHERE) and mine:
             raise
         what = f"{kind.__name__}: {exc}" if str(exc) else kind.__name__
         raise CorruptDataError(f"{path}: a damaged {fmt} file ({what})") from None
@@ -192,6 +205,12 @@ class Source:
     def size(self) -> int:
         """Bytes on disk (what a progress bar counts against)."""
         return self.path.stat().st_size
+
+    def checked_metadata(self) -> dict[str, str]:
+        """:meth:`metadata`, with what another package raises on a damaged file made a
+        CorruptDataError (as :meth:`tensors` does): what ``compress`` and ``archive`` call."""
+        with damaged_file(self.path, self.format):
+            return self.metadata()
 
     def metadata(self) -> dict[str, str]:
         """What a container records of its source (``source.*``), so that it comes back

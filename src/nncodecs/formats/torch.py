@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from nncodecs.dtypes import dtype_name, normalize_dtype
+from nncodecs.errors import CorruptDataError
 from nncodecs.formats.source import Source, Tensor
 from nncodecs.formats.spliced import Place, spliced_metadata
 
@@ -33,14 +34,55 @@ class TorchSource(Source):
         seen: dict[tuple, str] = {}
         out = []
         self._loaded = load_torch_weights(self.path)
+        self._entries: dict[int, int] = {}  # data offset -> size of each stored storage record
+        self._base: int | None = None
         for name, t in self._loaded.items():
+            if t.layout != _strided():
+                raise TypeError(
+                    f"{self.path}: tensor {name!r} is {str(t.layout).removeprefix('torch.')} "
+                    "(nncodecs stores dense tensors: save its indices and values apart)"
+                )
             view = (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape),
                     tuple(t.stride()), t.dtype)  # fmt: skip
             if t.numel() and view in seen:
                 self._ties[name] = seen[view]
             seen.setdefault(view, name)
             out.append(Tensor(name, normalize_dtype(t.dtype), tuple(t.shape), load=lambda t=t: t))
+        if zipfile.is_zipfile(self.path):
+            self._map()
         return out
+
+    def _map(self) -> None:
+        """Where the file is mapped (``_base``): the address at which every storage that
+        torch mapped starts one of the zip's stored records and fits in it. torch reads a
+        record by the size the pickle declares: one the record cannot hold would be the
+        bytes that follow it, so it is refused."""
+        with zipfile.ZipFile(self.path) as z, self.path.open("rb") as f:
+            for info in z.infolist():
+                parts = info.filename.split("/")
+                if len(parts) >= 3 and parts[-2] == "data" and info.compress_type == 0:
+                    f.seek(info.header_offset + 26)
+                    name_len, extra_len = struct.unpack("<HH", f.read(4))
+                    self._entries[info.header_offset + 30 + name_len + extra_len] = info.file_size
+        storages = {}
+        for t in self._loaded.values():
+            storage = t.untyped_storage()
+            if storage.nbytes():
+                storages[storage.data_ptr()] = max(
+                    storage.nbytes(), storages.get(storage.data_ptr(), 0)
+                )
+        if not storages:
+            return
+        low = min(storages)
+        for start in sorted(self._entries):  # (the lowest storage: the first record, mostly)
+            base = low - start
+            if all(self._entries.get(p - base, -1) >= n for p, n in storages.items()):
+                self._base = base
+                return
+        raise CorruptDataError(
+            f"{self.path}: a damaged torch file (a storage the pickle declares larger than "
+            "its record, or not a stored record)"
+        )
 
     def metadata(self) -> dict[str, str]:
         """Besides the CRC32C: where each storage lies in the zip, and every other byte,
@@ -57,24 +99,10 @@ class TorchSource(Source):
         """Each stored tensor's place in the file, or ``None`` where some tensor is not
         a whole storage (a slice, a transpose of another), or the file not a zip."""
         self.tensors()
-        if not zipfile.is_zipfile(self.path):
+        entries, base = dict(self._entries), self._base
+        if base is None:
             return None
-        entries: dict[int, int] = {}  # data offset -> size of each stored storage record
-        with zipfile.ZipFile(self.path) as z, self.path.open("rb") as f:
-            for info in z.infolist():
-                parts = info.filename.split("/")
-                if len(parts) >= 3 and parts[-2] == "data" and info.compress_type == 0:
-                    f.seek(info.header_offset + 26)
-                    name_len, extra_len = struct.unpack("<HH", f.read(4))
-                    entries[info.header_offset + 30 + name_len + extra_len] = info.file_size
         stored = [(n, t) for n, t in self._loaded.items() if n not in self._ties]
-        ptrs = {t.untyped_storage().data_ptr() for _, t in stored if t.untyped_storage().nbytes()}
-        if not ptrs or not entries:
-            return None
-        sized = [at for at, n in entries.items() if n]
-        if not sized:
-            return None
-        base = min(ptrs) - min(sized)  # (the map of the whole file starts there)
         places: list[Place] = []
         for name, t in stored:
             storage = t.untyped_storage()
@@ -103,6 +131,8 @@ def load_torch_weights(path: Path) -> dict[str, Any]:
 
     try:
         obj = torch.load(path, map_location="cpu", weights_only=True, mmap=zipfile.is_zipfile(path))
+    except MemoryError:
+        raise
     except Exception as exc:  # (a third-party loader: its failures have no fixed class)
         why = (str(exc).splitlines() or [type(exc).__name__])[0]
         raise ValueError(f"{path}: refused: not a weights-only PyTorch file ({why})") from None
@@ -124,3 +154,9 @@ def load_torch_weights(path: Path) -> dict[str, Any]:
             f"{'is' if len(bad) == 1 else 'are'} not tensors), which nncodecs would not keep"
         )
     return obj
+
+
+def _strided() -> Any:
+    import torch
+
+    return torch.strided
