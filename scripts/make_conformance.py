@@ -44,9 +44,13 @@ sys.path.insert(0, str(ROOT / "tests"))
 def digest(tensors: Iterator[tuple[str, Any]]) -> str:
     """SHA-256 over ``(name, tensor)`` pairs in name order: name, dtype, shape, bytes,
     each ending in a NUL; a sparse tensor (a dict) or quantized pair (a tuple) as its
-    parts, by key or position."""
+    parts, by key or position; a SciPy matrix as its CSR parts (indices as int64)."""
     h = hashlib.sha256()
     for name, value in sorted(tensors, key=lambda kv: kv[0]):
+        if hasattr(value, "tocsr"):  # (a SciPy matrix: a ztensor file's CSR tensor)
+            m = value.tocsr()
+            value = {"data": m.data, "indices": m.indices.astype(np.int64),
+                     "indptr": m.indptr.astype(np.int64), "shape": m.shape}  # fmt: skip
         if isinstance(value, dict):
             parts = sorted(value.items())
         elif isinstance(value, tuple):  # (a quantized pair: blocks, scales)
@@ -229,6 +233,17 @@ def accept_containers(work: Path) -> Iterator[tuple[str, str, bytes]]:
     )
 
 
+def model_tensors() -> dict[str, np.ndarray]:
+    """The tensors of the model files."""
+    import ml_dtypes
+
+    return {
+        "a.weight": _weights(ml_dtypes.bfloat16, 32 * 16, 10).reshape(32, 16),
+        "a.bias": _weights(np.float32, 16, 11),
+        "steps": np.arange(5, dtype=np.int64),
+    }
+
+
 def accept_models(work: Path) -> Iterator[tuple[str, str, bytes]]:
     """(name, kind, bytes): small model files of every format nncodecs reads."""
     import ml_dtypes
@@ -236,11 +251,7 @@ def accept_models(work: Path) -> Iterator[tuple[str, str, bytes]]:
     from nncodecs.formats.npz import write_npz
     from nncodecs.formats.safetensors import write_safetensors
 
-    tensors = {
-        "a.weight": _weights(ml_dtypes.bfloat16, 32 * 16, 10).reshape(32, 16),
-        "a.bias": _weights(np.float32, 16, 11),
-        "steps": np.arange(5, dtype=np.int64),
-    }
+    tensors = model_tensors()
     path = work / "m.safetensors"
     write_safetensors(path, tensors.items())
     yield "model-safetensors", "model", path.read_bytes()
@@ -290,6 +301,37 @@ def accept_models(work: Path) -> Iterator[tuple[str, str, bytes]]:
     g.write_tensors_to_file()
     g.close()
     yield "model-gguf", "model", path.read_bytes()
+
+
+def ztensor_model(work: Path) -> Iterator[tuple[str, str, bytes]]:
+    """A ztensor file (where the ztensor package is): a float32, a bfloat16 and an int64
+    tensor, and a CSR matrix. Not in the corpus (ztensor aligns each part to 64 KiB: 460
+    KB); the seed of the fuzz target ``ztensor`` (fuzz/targets.py)."""
+    try:
+        import ztensor
+    except ImportError:
+        return
+
+    def part(arr: np.ndarray, kind: str) -> dict:
+        return {"dtype": kind, "data": np.ascontiguousarray(arr).view(np.uint8)}
+
+    csr = {"values": part(_weights(np.float32, 3, 14), "f32"),
+           "indices": part(np.array([0, 3, 1], np.uint64), "u64"),
+           "indptr": part(np.array([0, 2, 2, 3, 3], np.uint64), "u64")}  # fmt: skip
+    tensors = model_tensors()
+    path = work / "m.zt"
+    writer = ztensor.Writer(str(path))
+    for name in sorted([*tensors, "b.sparse"]):  # (ztensor wants its names in order)
+        if name == "b.sparse":
+            writer.add_object(name, [4, 4], csr, layout="zt.sparse_csr/1")
+            continue
+        arr = tensors[name]
+        kind = {"bfloat16": "bf16", "float32": "f32", "int64": "i64"}[arr.dtype.name]
+        writer.add(
+            name, np.ascontiguousarray(arr).view(np.uint8).reshape(-1), list(arr.shape), kind
+        )
+    writer.finish()
+    yield "model-ztensor", "model", path.read_bytes()
 
 
 # -- must-reject inputs --------------------------------------------------------------
@@ -431,6 +473,76 @@ def reject_inputs(accepted: dict[str, tuple[str, bytes]]) -> Iterator[tuple[str,
             yield f"model-torch-{label}", "model", bad
 
 
+def reject_findings(accepted: dict[str, tuple[str, bytes]]) -> Iterator[tuple[str, str, bytes]]:
+    """(name, kind, bytes) of the hostile inputs fuzzing and review found (docs/development.md,
+    "Fuzzing"), remade here from the accepted inputs: each once crashed, hung, allocated
+    without bound or decoded wrong."""
+    _, cont = accepted["container-dense"]
+    yield "container-root-null", "container", _zip_edit(cont, "zarr.json", lambda b: b"null")
+    deep = b'{"a":' * 50000 + b"1" + b"}" * 50000  # (beyond Python's recursion limit)
+    yield "container-root-nested-deep", "container", _zip_edit(cont, "zarr.json", lambda b: deep)
+    _, mx = accepted["container-mxfp4"]
+    for member in zipfile.ZipFile(io.BytesIO(mx)).namelist():
+        if member.count("/") == 1 and member.endswith("/zarr.json"):  # (the pair's node)
+            yield (
+                "container-mxfp4-node-zarr-v2",
+                "container",
+                _zip_edit(mx, member, lambda b: b.replace(b'"zarr_format":3', b'"zarr_format":2')),
+            )
+    yield "model-safetensors-header-nested-deep", "model", struct.pack("<Q", len(deep)) + deep
+    yield from _npz_findings()
+    if "model-gguf" in accepted:
+        _, gg = accepted["model-gguf"]
+        yield "model-gguf-big-endian", "model", gg[:4] + struct.pack(">I", 3) + gg[8:]
+        name = b"t.f32"
+        at = gg.index(struct.pack("<Q", len(name)) + name) + 8 + len(name)
+        offset_at = at + 4 + 8 * struct.unpack_from("<I", gg, at)[0] + 4
+        wrapped = gg[:offset_at] + struct.pack("<Q", (1 << 64) - 32) + gg[offset_at + 8 :]
+        yield "model-gguf-tensor-offset-wraps", "model", wrapped
+    if "model-torch" in accepted:
+        import torch
+
+        _, pt = accepted["model-torch"]
+        data = next(n for n in zipfile.ZipFile(io.BytesIO(pt)).namelist() if n.endswith("/data/0"))
+        yield "model-torch-storage-short", "model", _zip_edit(pt, data, lambda b: b[: len(b) // 2])
+        sparse = torch.sparse_coo_tensor(torch.tensor([[0, 1], [1, 0]]), torch.ones(2), (2, 2))
+        buf = io.BytesIO()
+        torch.save({"s": sparse, "d": torch.ones(3)}, buf)
+        yield "model-torch-sparse", "model", buf.getvalue()
+
+
+def _npz_findings() -> Iterator[tuple[str, str, bytes]]:
+    """npz files of a damaged bzip2 / LZMA entry, and one whose entry size and array header
+    are forged alike to about 4 GiB (read in steps, it ends short: nothing that large is
+    allocated)."""
+    rng = np.random.default_rng(20)
+    npy = io.BytesIO()
+    np.save(npy, rng.random(1000).astype(np.float32))
+    for label, method in (("bzip2", zipfile.ZIP_BZIP2), ("lzma", zipfile.ZIP_LZMA)):
+        out = io.BytesIO()
+        with zipfile.ZipFile(out, "w", method) as z:
+            z.writestr("x.npy", npy.getvalue())
+        data = bytearray(out.getvalue())
+        start = 30 + len("x.npy")
+        for k in range(start + 4, start + 200):  # (inside the compressed stream)
+            data[k] ^= 0x5A
+        yield f"model-npz-{label}-damaged", "model", bytes(data)
+    small = io.BytesIO()
+    np.save(small, np.zeros(16, np.uint8))
+    body = bytearray(small.getvalue())
+    end = body.index(b"\n") + 1
+    fake = 0xFFFFFF00
+    header = f"{{'descr': '|u1', 'fortran_order': False, 'shape': ({fake - end},), }}"
+    body[10:end] = (header + " " * (end - 11 - len(header)) + "\n").encode()
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z:
+        z.writestr("x.npy", bytes(body))
+    data = bytearray(out.getvalue())
+    struct.pack_into("<I", data, 22, fake)  # (the local header's size)
+    struct.pack_into("<I", data, data.index(b"PK\x01\x02") + 24, fake)  # (the directory's)
+    yield "model-npz-entry-size-forged", "model", bytes(data)
+
+
 #: The error classes a rejected input may raise: nncodecs' own (CorruptDataError for
 #: damaged or forged bytes, NotAContainerError), ValueError for a caller's mistake (a
 #: dtype a frame does not state), TypeError for a dtype nncodecs does not read.
@@ -449,6 +561,7 @@ MODEL_SUFFIX = {
     "npz": ".npz",
     "onnx": ".onnx",
     "torch": ".pt",
+    "ztensor": ".zt",
 }
 
 
@@ -478,7 +591,7 @@ def main() -> None:
         accepted[name] = (kind, data)
     shutil.rmtree(work)
     skipped, findings = [], 0
-    for name, kind, data in reject_inputs(accepted):
+    for name, kind, data in [*reject_inputs(accepted), *reject_findings(accepted)]:
         path = CORPUS / "reject" / (name + suffix(name, kind))
         path.write_bytes(data)
         try:
