@@ -53,12 +53,21 @@ suffix=${clang#*clang++}
 profdata=$(command -v "llvm-profdata$suffix" || command -v llvm-profdata || true)
 llvmcov=$(command -v "llvm-cov$suffix" || command -v llvm-cov || true)
 
-# The kernels' objects once per build kind, then each target linked against them.
+# The kernels' objects once per build kind, then each target linked against them. An
+# object is remade where its source is newer, and all of them where a header is newer
+# than the last build of that kind or its flags differ.
+headers=$(find cpp/src cpp/include -name '*.h' -o -name '*.hpp')
 build() {  # build KIND FLAGS...: objects in $out/obj-KIND
   local kind=$1; shift
-  mkdir -p "$out/obj-$kind"
+  local dir=$out/obj-$kind
+  mkdir -p "$dir"
+  if [ ! -f "$dir/.flags" ] || [ "$(cat "$dir/.flags")" != "$*" ] ||
+     [ -n "$(find $headers -newer "$dir/.flags")" ]; then
+    rm -f "$dir"/*.o
+  fi
   printf '%s\n' $kernels | xargs -P 2 -I{} sh -c \
-    "o=$out/obj-$kind/\$(basename {} .cpp).o; [ \$o -nt {} ] || $clang -std=c++17 -g -Wno-format-security -Icpp/include $* -c {} -o \$o"
+    "o=$dir/\$(basename {} .cpp).o; [ \$o -nt {} ] || $clang -std=c++17 -g -Wno-format-security -Icpp/include $* -c {} -o \$o"
+  echo "$*" >"$dir/.flags"
 }
 link() {  # link KIND TARGET FLAGS...
   local kind=$1 t=$2; shift 2
@@ -90,7 +99,7 @@ run() {  # run TARGET KIND RUNS: libFuzzer; prints "runs exec/s edges seconds fi
 }
 
 {
-  echo "| target | build | runs | exec/s | edges | lines of cpp/src | findings | seconds |"
+  echo "| target | build | runs | exec/s | edges | lines of cpp/src covered | findings | seconds |"
   echo "|---|---|---|---|---|---|---|---|"
 } >"$report"
 status=0

@@ -1,31 +1,31 @@
 #!/usr/bin/env bash
 # The Python fuzz targets (fuzz/targets.py, atheris) for a given time or number of runs.
 #
-#   fuzz/run_python.sh PYTHON [--seconds S] [--runs N] [TARGET ...]
+#   fuzz/run_python.sh PYTHON [--seconds S] [--runs N] [--report FILE] [TARGET ...]
 #
 # PYTHON: an interpreter with nncodecs and atheris installed (make fuzz: the Python 3.11
 # environment). Seeds from fuzz/targets.py --write-seeds; corpora grow in
 # build/fuzz/corpus-py/TARGET; a finding is kept as build/fuzz/crash-py-TARGET-* (each
 # becomes a case in fuzz/regressions/TARGET, which tests/test_fuzz.py runs).
 # Prints a table (target, runs, exec/s, edges: atheris' coverage of nncodecs' Python
-# code, findings, seconds) and writes it to build/fuzz/report-python.md.
+# code, findings, seconds) and writes it to FILE (build/fuzz/report-python.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 py=$1; shift
-secs=0 runs=0 targets=()
+secs=0 runs=0 targets=() report=build/fuzz/report-python.md
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) secs=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
+    --report) report=$2; shift 2 ;;
     -*) echo "unknown option $1" >&2; exit 2 ;;
     *) targets+=("$1"); shift ;;
   esac
 done
-[ ${#targets[@]} -gt 0 ] || targets=(frame container safetensors gguf onnx torch npz)
+[ ${#targets[@]} -gt 0 ] || targets=(frame container safetensors gguf onnx torch npz ztensor)
 [ "$secs" != 0 ] || [ "$runs" != 0 ] || secs=600
 out=build/fuzz
 mkdir -p "$out"
-report=$out/report-python.md
 {
   echo "| target | runs | exec/s | edges | findings | seconds |"
   echo "|---|---|---|---|---|---|"

@@ -10,9 +10,9 @@ Targets, each a function of the input bytes:
   parsers), read whole by ``Reader`` (every tensor, checked), verified, and, where it
   records a source file, restored as that file (GGUF / ONNX / torch splices, safetensors
   records);
-* ``safetensors``, ``gguf``, ``onnx``, ``torch``, ``npz``: a model file of that format read
-  by ``nncodecs.formats.iter_source`` (headers, shapes, offsets, the protobuf wire walk,
-  the weights-only unpickler's storages).
+* ``safetensors``, ``gguf``, ``onnx``, ``torch``, ``npz``, ``ztensor``: a model file of that
+  format read by ``nncodecs.formats.iter_source`` (headers, shapes, offsets, the protobuf
+  wire walk, the weights-only unpickler's storages, the ztensor package's index).
 
 A target returns when its input decodes or raises a clear error (the classes of
 ``scripts/make_conformance.py``'s ``ERRORS``); any other exception is a finding, and
@@ -25,16 +25,19 @@ Usage::
     python fuzz/targets.py --write-seeds TARGET DIR
 
 Seeds: the conformance corpus (tests/conformance), accepted and rejected, and for
-``container`` also containers made from its model files. ``make fuzz`` runs every target
-(fuzz/run_python.sh); tests/test_fuzz.py runs each over its seeds and over the
-regression cases in fuzz/regressions/TARGET.
+``container`` also containers made from its model files; for ``ztensor`` a file made by
+``scripts/make_conformance.py``'s ``ztensor_model`` (not in the corpus: 460 KB).
+``make fuzz`` runs every target (fuzz/run_python.sh); tests/test_fuzz.py runs each over
+its seeds and over the regression cases in fuzz/regressions/TARGET.
 """
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import io
 import os
+import shutil
 import sys
 import tempfile
 import zipfile
@@ -50,11 +53,12 @@ sys.path.insert(0, str(ROOT / "scripts"))
 CLEAR = ("CorruptDataError", "NotAContainerError", "ReferenceProblemError", "ValueError",
          "TypeError")  # fmt: skip
 MODEL_SUFFIX = {"safetensors": ".safetensors", "gguf": ".gguf", "onnx": ".onnx",
-                "torch": ".pt", "npz": ".npz"}  # fmt: skip
+                "torch": ".pt", "npz": ".npz", "ztensor": ".zt"}  # fmt: skip
 TARGETS = ("frame", "container", *MODEL_SUFFIX)
 #: Where each input is written to be read as a file (tmpfs where there is one).
 SCRATCH = Path(tempfile.mkdtemp(prefix="nncodecs-fuzz-", dir="/dev/shm" if
                                 os.path.isdir("/dev/shm") else None))  # fmt: skip
+atexit.register(shutil.rmtree, SCRATCH, ignore_errors=True)
 
 
 class FindingError(AssertionError):
@@ -234,6 +238,12 @@ def seeds(name: str) -> Iterator[bytes]:
         for c, (_, members) in enumerate(containers()):
             for m, (_, content) in enumerate(members):
                 yield container_input(c, m, content)
+    elif name == "ztensor":
+        from make_conformance import ztensor_model
+
+        made = Path(tempfile.mkdtemp(prefix="seeds-", dir=SCRATCH))
+        for _, _, data in ztensor_model(made):
+            yield data
     else:
         for sub in ("accept", "reject"):
             for p in sorted((CORPUS / sub).glob(f"model-{name}*")):

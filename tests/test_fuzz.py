@@ -1,19 +1,25 @@
 """The fuzz targets, briefly (``make fuzz`` runs them at length; docs/development.md).
 
-* Every C++ target (fuzz/fuzz_*.cpp) built with g++'s mutation driver under ASan + UBSan:
+* Every C++ target (fuzz/fuzz_*.cpp) built with the mutation driver (fuzz/driver.cpp)
+  under ASan + UBSan, by clang where there is one (``make test`` installs Debian's where
+  apt-get can run: its UBSan also checks pointer arithmetic against the array it came
+  from, which g++'s does not, and which the Huffman regression case needs), else g++:
   its seeds (frames of every mode and version, and the conformance corpus's frames), its
   regression cases (fuzz/regressions/cpp-TARGET), then a few thousand mutated inputs.
   The frame and round-trip targets also under ThreadSanitizer: their decodes and encodes
   run on the kernels' thread pool.
 * Every Python target (fuzz/targets.py) over its seeds and every regression case
   (fuzz/regressions/TARGET): each input that once was a finding must now decode or raise
-  a clear error.
+  a clear error, within a time limit (an input that runs past it is a finding: a hang).
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
+import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -40,6 +46,12 @@ def _targets() -> Any:
 TARGETS = _targets()
 
 
+def sanitizing_compiler() -> str:
+    """clang++ where there is one (see the module), else the compiler of the other tests."""
+    found = shutil.which("clang++") or shutil.which("clang++-14")
+    return found or compiler()
+
+
 @pytest.fixture(scope="module")
 def kernel_objects(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
     """The kernels compiled once per sanitizer (ASan + UBSan, TSan), two at a time."""
@@ -49,7 +61,7 @@ def kernel_objects(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[s
         procs, objects = [], []
         for src in SOURCES:
             obj = str(where / (Path(src).stem + ".o"))
-            cmd = [compiler(), "-std=c++17", "-O1", "-g", *flags, f"-I{ROOT / 'cpp' / 'include'}",
+            cmd = [_cxx(kind), "-std=c++17", "-O1", "-g", *flags, f"-I{ROOT / 'cpp' / 'include'}",
                    "-c", src, "-o", obj]  # fmt: skip
             procs.append(subprocess.Popen(cmd))
             objects.append(obj)
@@ -60,9 +72,14 @@ def kernel_objects(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[s
     return out
 
 
+def _cxx(kind: str) -> str:
+    return sanitizing_compiler() if kind == "asan" else compiler()
+
+
 def _driver(objects: list[str], flags: list[str], target: str, exe: Path) -> Path:
     fuzz = ROOT / "fuzz"
-    cmd = [compiler(), "-std=c++17", "-O1", "-g", *flags, f"-I{ROOT / 'cpp' / 'include'}",
+    cxx = _cxx("tsan" if "-fsanitize=thread" in flags else "asan")
+    cmd = [cxx, "-std=c++17", "-O1", "-g", *flags, f"-I{ROOT / 'cpp' / 'include'}",
            *objects, str(fuzz / f"fuzz_{target}.cpp"), str(fuzz / "common.cpp"),
            str(fuzz / "driver.cpp"), "-o", str(exe), "-lzstd", "-lpthread"]  # fmt: skip
     subprocess.run(cmd, check=True)
@@ -109,10 +126,31 @@ def _python_targets() -> list[str]:
     return [t for t in TARGETS.TARGETS]
 
 
+#: Seconds one input may take (the slowest seed decodes in well under one).
+INPUT_SECONDS = 60
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: int) -> Any:
+    """A TimeoutError (a finding: not a clear error) raised into an input that runs past
+    ``seconds`` (a hang in Python code, as in the gguf package's loop over a forged count)."""
+
+    def expired(*_: object) -> None:
+        raise TimeoutError(f"an input ran past {seconds} s")
+
+    old = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
 @pytest.mark.parametrize("target", _python_targets())
 def test_python_target_over_its_seeds_and_regressions(target: str) -> None:
-    if target == "torch":
-        optional_import("torch")
+    if target in ("torch", "ztensor"):
+        optional_import(target)
     run = TARGETS.target_function(target)
     seeds = list(TARGETS.seeds(target))
     assert seeds, f"no seed for {target}"
@@ -120,7 +158,8 @@ def test_python_target_over_its_seeds_and_regressions(target: str) -> None:
     torch_absent = importlib.util.find_spec("torch") is None
     for data in [*seeds, *(p.read_bytes() for p in cases)]:
         try:
-            run(data)  # (raises FindingError on anything but a result or a clear error)
+            with _time_limit(INPUT_SECONDS):
+                run(data)  # (FindingError on anything but a result or a clear error)
         except TARGETS.FindingError as exc:
             # (an input taken for a torch pickle needs torch: absent on Python 3.12 here)
             if not (torch_absent and isinstance(exc.__cause__, ModuleNotFoundError)):
@@ -143,6 +182,17 @@ def test_a_finding_is_reported() -> None:
     with pytest.raises(TARGETS.FindingError):
         TARGETS._checked(broken, b"x")
     TARGETS._checked(lambda: (_ for _ in ()).throw(ValueError("clear")), b"x")
+
+
+def test_an_input_past_the_time_limit_is_a_finding() -> None:
+    """The time limit of the regression runs: a hang is reported, not waited on."""
+
+    def hang() -> str:
+        while True:
+            pass
+
+    with pytest.raises(TARGETS.FindingError, match="ran past"), _time_limit(1):
+        TARGETS._checked(hang, b"x")
 
 
 def test_python_targets_run_under_atheris_where_installed(tmp_path: Path) -> None:
