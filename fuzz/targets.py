@@ -65,6 +65,17 @@ class FindingError(AssertionError):
     """An input that a parser answered with something other than a result or a clear error."""
 
 
+#: Where a finding's input is kept when fuzzing (main() sets it from -artifact_prefix):
+#: libFuzzer keeps it too, but a process that dies while it exits (libFuzzer's own timer
+#: seen firing on a loaded machine) would lose it.
+KEEP: str | None = None
+
+
+def _keep(data: bytes) -> None:
+    if KEEP is not None:
+        Path(f"{KEEP}finding-{hashlib.sha1(data).hexdigest()}").write_bytes(data)
+
+
 def clear(exc: BaseException) -> bool:
     return type(exc).__name__ in CLEAR
 
@@ -77,8 +88,10 @@ def _checked(run: Callable[[], str], data: bytes) -> None:
     except Exception as exc:
         if clear(exc):
             return
+        _keep(data)
         raise FindingError(f"{type(exc).__name__}: {exc}") from exc
     if zlib.crc32(data) % 8 == 0 and run() != first:
+        _keep(data)
         raise FindingError("the same input decoded twice to different results")
 
 
@@ -280,7 +293,9 @@ def main(argv: list[str]) -> None:
         raise SystemExit(__doc__)
     import atheris
 
+    global KEEP
     name = argv[0]
+    KEEP = next((a.split("=", 1)[1] for a in argv if a.startswith("-artifact_prefix=")), "./")
     with atheris.instrument_imports(include=["nncodecs"]):
         _import_all()  # (every parser, instrumented for coverage)
     fn = target_function(name)

@@ -512,9 +512,9 @@ def reject_findings(accepted: dict[str, tuple[str, bytes]]) -> Iterator[tuple[st
 
 
 def _npz_findings() -> Iterator[tuple[str, str, bytes]]:
-    """npz files of a damaged bzip2 / LZMA entry, and one whose entry size and array header
+    """npz files of a damaged bzip2 / LZMA entry, one whose entry size and array header
     are forged alike to about 4 GiB (read in steps, it ends short: nothing that large is
-    allocated)."""
+    allocated), and one whose array header is an unbalanced literal."""
     rng = np.random.default_rng(20)
     npy = io.BytesIO()
     np.save(npy, rng.random(1000).astype(np.float32))
@@ -541,6 +541,16 @@ def _npz_findings() -> Iterator[tuple[str, str, bytes]]:
     struct.pack_into("<I", data, 22, fake)  # (the local header's size)
     struct.pack_into("<I", data, data.index(b"PK\x01\x02") + 24, fake)  # (the directory's)
     yield "model-npz-entry-size-forged", "model", bytes(data)
+    header = "{'descr': '<f4', 'fortran_order': False, 'shape': (2,"  # (unbalanced: NumPy's
+    body = small.getvalue()  # tokenizer's TokenError, a fuzz finding)
+    end = body.index(b"\n") + 1
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z:
+        z.writestr(
+            "x.npy",
+            body[:10] + (header + " " * (end - 11 - len(header)) + "\n").encode() + body[end:],
+        )
+    yield "model-npz-header-unbalanced", "model", out.getvalue()
 
 
 #: The error classes a rejected input may raise: nncodecs' own (CorruptDataError for

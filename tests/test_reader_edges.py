@@ -181,3 +181,75 @@ def test_an_entry_flagged_encrypted_is_corrupt_data_not_a_password_prompt(
         r.read_tensor("t")
     with pytest.raises(nncodecs.CorruptDataError, match="an encrypted entry"):
         nncodecs.Writer(path, mode="a")
+
+
+def test_a_tensor_without_its_chunk_record_is_corrupt_where_all_have_one(
+    tmp_path: Path,
+) -> None:
+    # Found by review: with its "chunks" record removed (as in a container written before
+    # records) and a chunk deleted, a tensor read the missing rows as zeros, and verify
+    # passed; a container whose root says every tensor has its records refuses it.
+    path = tmp_path / "c.zarr"
+    x = RNG.standard_normal((64, 64)).astype(np.float32)
+    with nncodecs.Writer(path, chunk_bytes=4096) as w:
+        w.add_tensor("dense", x)
+    for doc in (_doc(path, "dense"),):
+        d = json.loads(doc.read_text())
+        del d["attributes"]["nncodecs"]["chunks"]
+        doc.write_text(json.dumps(d))
+    _rewrite_root(path, lambda m: m["dense"]["attributes"]["nncodecs"].pop("chunks"))
+    (path / "dense" / "c" / "2" / "0").unlink()
+    with nncodecs.Reader(path) as r:
+        with pytest.raises(nncodecs.CorruptDataError, match="no record of its chunks"):
+            r.read_tensor("dense")
+        with pytest.raises(nncodecs.CorruptDataError, match="no record of its chunks"):
+            r.verify()
+
+
+@pytest.mark.parametrize(
+    ("kind", "shape", "match"),
+    [("coo", [-50, 40], "negative"), ("csr", [5, 4], "needs indptr"), ("csr", [7], "2 dim")],
+)
+def test_a_sparse_tensor_whose_shape_contradicts_its_parts_is_corrupt(
+    tmp_path: Path, kind: str, shape: list, match: str
+) -> None:
+    # Found by review: verify and numpy reads passed a COO tensor of a negative shape and
+    # a CSR one whose shape contradicts its indptr (only SciPy's reads refused them).
+    scipy_sparse = pytest.importorskip("scipy.sparse")
+    path = tmp_path / "s.zarr"
+    m = scipy_sparse.random(50, 40, density=0.1, format=kind, random_state=1, dtype=np.float32)
+    with nncodecs.Writer(path) as w:
+        if kind == "coo":
+            w.add_sparse_coo("s", np.vstack([m.row, m.col]), m.data, m.shape)
+        else:
+            w.add_sparse_csr("s", m.data, m.indices, m.indptr, m.shape)
+    d = json.loads(_doc(path, "s").read_text())
+    d["attributes"]["nncodecs"]["shape"] = shape
+    _doc(path, "s").write_text(json.dumps(d))
+    _rewrite_root(path, lambda m: m["s"]["attributes"]["nncodecs"].__setitem__("shape", shape))
+    with nncodecs.Reader(path) as r:
+        for call in (lambda: r.read_tensor("s"), r.verify):
+            with pytest.raises(nncodecs.CorruptDataError, match=match):
+                call()
+
+
+def test_a_name_of_two_zip_entries_is_corrupt(tmp_path: Path) -> None:
+    # Found by review: a zip holding t/c/1/0 twice (the second a copy of another chunk)
+    # read whichever the zip library took, and verify passed.
+    import zipfile
+
+    path = tmp_path / "d.zarr.zip"
+    with nncodecs.Writer(path, chunk_bytes=4096) as w:
+        w.add_tensor("t", RNG.standard_normal((64, 64)).astype(np.float32))
+    with zipfile.ZipFile(path) as z:
+        entries = [(i, z.read(i)) for i in z.infolist()]
+    out = tmp_path / "dup.zarr.zip"
+    with zipfile.ZipFile(out, "w") as z:
+        for info, data in entries:
+            z.writestr(info, data)
+        z.writestr("t/c/1/0", dict((i.filename, d) for i, d in entries)["t/c/0/0"])
+    with (
+        nncodecs.Reader(out) as r,
+        pytest.raises(nncodecs.CorruptDataError, match="t/c/1/0: two entries of this name"),
+    ):
+        r.verify()

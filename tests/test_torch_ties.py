@@ -159,3 +159,41 @@ def test_verify_merge_and_an_empty_first_tensor(tmp_path: Path) -> None:
     merged = load_state_dict(tmp_path / "ab.zarr.zip")
     assert set(merged) == {"empty", "w", "tied", "v"} and merged["tied"] is merged["w"]
     assert run("verify", "ab.zarr.zip", cwd=tmp_path).returncode == 0
+
+
+def test_checkpoints_of_no_bytes_come_back_byte_identical(tmp_path: Path) -> None:
+    # Found by review: an empty state dict (or one of empty tensors) had no storage to
+    # find the file's map by, and its restore as torch was refused.
+    torch = optional_import("torch")
+    torch.save({}, tmp_path / "empty.pt")
+    torch.save({"z": torch.zeros(0), "n": torch.zeros(0, 3)}, tmp_path / "zero.pt")
+    for name in ("empty.pt", "zero.pt"):
+        want = sha(tmp_path / name)
+        assert run("compress", name, "-q", cwd=tmp_path).returncode == 0
+        r = run("decompress", f"{name}.zarr.zip", "-o", "back.pt", "-f", cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        assert sha(tmp_path / "back.pt") == want
+
+
+def test_a_small_file_that_expands_past_its_size_is_refused(tmp_path: Path) -> None:
+    # Found by review: a 1.5 KB checkpoint of one float expanded (stride 0) to 2^40
+    # elements made nncodecs ask torch for 4 TiB (a RuntimeError of its allocator);
+    # an expand the file could hold is stored as its values.
+    torch = optional_import("torch")
+    torch.save({"e": torch.zeros(1).expand(1 << 20, 1 << 20)}, tmp_path / "big.pt")
+    r = run("compress", "big.pt", cwd=tmp_path)
+    assert r.returncode == 1 and "repeats its storage's elements" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and not (tmp_path / "big.pt.zarr.zip").exists()
+    small = torch.arange(8, dtype=torch.float32).expand(2, 8)
+    torch.save({"e": small}, tmp_path / "small.pt")
+    assert run("compress", "small.pt", "-q", cwd=tmp_path).returncode == 0
+    with Reader(tmp_path / "small.pt.zarr.zip") as r:
+        assert np.array_equal(r.read_tensor("e"), small.numpy())
+
+
+def test_a_state_dict_of_other_names_than_strings_is_refused(tmp_path: Path) -> None:
+    torch = optional_import("torch")
+    torch.save({1: torch.ones(2)}, tmp_path / "ints.pt")
+    for command in ("info", "compress"):
+        r = run(command, "ints.pt", cwd=tmp_path)
+        assert r.returncode == 1 and "names are strings, not 1" in r.stderr, r.stderr

@@ -62,9 +62,11 @@ def compressed_parts(
     """A CSR or CSC matrix (``fmt``) from its arrays."""
     data, indices, indptr = (np.asarray(to_host_array(a)) for a in (data, indices, indptr))
     shape = _shape(shape)
+    if len(shape) != 2:
+        raise ValueError(f"tensor {name!r}: a {fmt.upper()} matrix has 2 dimensions, not {shape}")
     major = shape[0] if fmt == "csr" else shape[1]
     minor = shape[1] if fmt == "csr" else shape[0]
-    if len(shape) != 2 or indptr.shape != (major + 1,) or data.shape != indices.shape:
+    if indptr.shape != (major + 1,) or data.shape != indices.shape:
         raise ValueError(
             f"tensor {name!r}: {fmt.upper()} of shape {shape} needs indptr of {major + 1} "
             f"and data / indices of one length, got {indptr.shape}, {data.shape}, "
@@ -239,6 +241,14 @@ def assemble(name: str, kind: str, parts: dict[str, np.ndarray], attrs: dict, to
     if kind in ("mxfp4", "nvfp4"):
         pair = (parts["blocks"], parts["scales"])
         return tuple(convert(a, to) for a in pair) if to != "numpy" else pair
+    try:  # (the writer's own checks: a forged shape or part is damage here)
+        if kind == "coo":
+            coo_parts(name, parts["coords"], parts["data"], attrs["shape"])
+        else:
+            compressed_parts(kind, name, parts["data"], parts["indices"], parts["indptr"],
+                             attrs["shape"])  # fmt: skip
+    except (ValueError, TypeError, KeyError) as exc:
+        raise CorruptDataError(f"{exc} (its parts contradict its records)") from None
     shape = tuple(attrs["shape"])
     if to == "scipy":
         import scipy.sparse

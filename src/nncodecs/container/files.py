@@ -1,12 +1,11 @@
 """A container's bytes as a Reader may read them, without Zarr.
 
-:class:`ContainerFiles` holds what every read of a container is checked
-against (the checks :class:`nncodecs.container._store.CheckedStore` puts in
-front of a Zarr store) and, for a container in a local directory or zip
-file, reads its keys here and now, with ``pread`` on the file: a whole
-read of a model needs no Zarr store at all, nor ``import zarr`` (a fifth of
-a second of every process that reads). Zarr's store is made on the first
-use of a Zarr object (a slice, a dask array), around this same object.
+:class:`ContainerFiles` holds what every read of a container is checked against (the
+checks :class:`nncodecs.container._store.CheckedStore` puts in front of a Zarr store)
+and, for a container in a local directory or zip file, reads its keys here and now,
+with ``pread`` on the file: a whole read of a model needs no Zarr store at all, nor
+``import zarr`` (a fifth of a second of every process that reads). Zarr's store is
+made on the first use of a Zarr object (a slice, a dask array), around this same object.
 """
 
 from __future__ import annotations
@@ -76,30 +75,34 @@ def open_local(path: Path) -> ContainerFiles:
 
 
 def zip_problems(zf: zipfile.ZipFile) -> dict[str, str]:
-    """Entries a reader must refuse: deflated chunks (a zip bomb inflates whole),
-    metadata that would inflate past METADATA_CAP, and encrypted entries (nncodecs
-    writes none; zipfile would raise a bare RuntimeError asking for a password)."""
-    bad = {}
+    """Entries a reader must refuse: deflated chunks (a zip bomb inflates whole), metadata
+    that would inflate past METADATA_CAP, encrypted entries (zipfile would raise a bare
+    RuntimeError asking for a password) and a name of two entries (which one is read is
+    the zip library's choice): nncodecs writes none of them."""
+    bad, seen = {}, set()
     for info in zf.infolist():
-        meta = info.filename.rsplit("/", 1)[-1] == "zarr.json"
-        if info.flag_bits & 0x1:
-            bad[info.filename] = "an encrypted entry (nncodecs never writes one)"
+        name, meta = info.filename, info.filename.rsplit("/", 1)[-1] == "zarr.json"
+        if name in seen:
+            bad[name] = "two entries of this name (nncodecs never writes them)"
+        elif info.flag_bits & 0x1:
+            bad[name] = "an encrypted entry (nncodecs never writes one)"
         elif meta and info.file_size > METADATA_CAP:
-            bad[info.filename] = f"metadata of {info.file_size} bytes (at most {METADATA_CAP})"
+            bad[name] = f"metadata of {info.file_size} bytes (at most {METADATA_CAP})"
         elif not meta and info.compress_type != zipfile.ZIP_STORED:
-            bad[info.filename] = "a compressed chunk entry (chunk entries are stored)"
+            bad[name] = "a compressed chunk entry (chunk entries are stored)"
+        seen.add(name)
     return bad
 
 
 class ZipEntries:
     """Where each entry of a zip container lies, checked against its local header.
 
-    The zips nncodecs writes (:mod:`nncodecs.container.zip_writer`), like those of
-    Python's ``zipfile`` on a seekable file, have contiguous entries (local header,
-    name, extra field, data; a data descriptor only where flag bit 3 says so), the
-    last one ending where the central directory starts. A local header whose name differs from the
-    central directory's, or whose data would not end exactly there (a forged
-    extra-field length shifts the data), is a :class:`CorruptDataError`.
+    The zips nncodecs writes (:mod:`nncodecs.container.zip_writer`), like those of Python's
+    ``zipfile`` on a seekable file, have contiguous entries (local header, name, extra field,
+    data; a data descriptor only where flag bit 3 says so), the last one ending where the
+    central directory starts. A local header whose name differs from the central directory's,
+    or whose data would not end exactly there (a forged extra-field length shifts the data),
+    is a :class:`CorruptDataError`.
     """
 
     def __init__(self, path: str | os.PathLike[str], zf: zipfile.ZipFile, own: bool) -> None:

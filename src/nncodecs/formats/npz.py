@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from pathlib import Path
+from tokenize import TokenError
 from typing import Any
 
 import numpy as np
@@ -53,8 +54,10 @@ class NpzSource(Source):
             version = npy.read_magic(f)
             read = npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0
             shape, fortran, dtype = read(f)
-        except ValueError as exc:
-            raise CorruptDataError(f"{self.path}: array {name!r}: {exc}") from None
+        except (ValueError, SyntaxError, TokenError, RecursionError) as exc:
+            # (NumPy parses the header as a Python literal: an unbalanced one is tokenize's
+            # TokenError, a deep one a SyntaxError or RecursionError)
+            raise CorruptDataError(f"{self.path}: array {name!r}: header {exc!r}") from None
         if dtype.hasobject:
             raise TypeError(f"{self.path}: array {name!r} holds Python objects")
         declared = math.prod(shape) * dtype.itemsize

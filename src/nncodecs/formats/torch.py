@@ -36,11 +36,19 @@ class TorchSource(Source):
         self._loaded = load_torch_weights(self.path)
         self._entries: dict[int, int] = {}  # data offset -> size of each stored storage record
         self._base: int | None = None
+        size = self.path.stat().st_size
         for name, t in self._loaded.items():
             if t.layout != _strided():
                 raise TypeError(
                     f"{self.path}: tensor {name!r} is {str(t.layout).removeprefix('torch.')} "
                     "(nncodecs stores dense tensors: save its indices and values apart)"
+                )
+            if t.numel() * t.element_size() > max(t.untyped_storage().nbytes(), size):
+                raise ValueError(  # (1.5 KB of file may expand 4 bytes to terabytes)
+                    f"{self.path}: tensor {name!r} repeats its storage's elements to more "
+                    f"bytes than the file holds (an expand: {t.numel() * t.element_size()} "
+                    f"bytes of a storage of {t.untyped_storage().nbytes()}): save it "
+                    ".contiguous()"
                 )
             view = (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape),
                     tuple(t.stride()), t.dtype)  # fmt: skip
@@ -71,7 +79,8 @@ class TorchSource(Source):
                 storages[storage.data_ptr()] = max(
                     storage.nbytes(), storages.get(storage.data_ptr(), 0)
                 )
-        if not storages:
+        if not storages:  # (no bytes to place: the file is kept whole)
+            self._base = 0
             return
         low = min(storages)
         for start in sorted(self._entries):  # (the lowest storage: the first record, mostly)
@@ -147,6 +156,9 @@ def load_torch_weights(path: Path) -> dict[str, Any]:
         obj = obj["state_dict"]
     if not isinstance(obj, dict):
         raise ValueError(f"{path}: not a state dict of tensors")
+    odd = [repr(k) for k in obj if not isinstance(k, str)]
+    if odd:
+        raise ValueError(f"{path}: a state dict's names are strings, not {', '.join(odd[:8])}")
     bad = sorted(str(k) for k, v in obj.items() if not isinstance(v, torch.Tensor))
     if bad:
         raise ValueError(
