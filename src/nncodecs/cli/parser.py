@@ -185,7 +185,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = command(
         "convert",
         "a model file to a container or another model file, a container to a model file "
-        "(-o's suffix decides: .safetensors, .npz, .gguf, else a container)",
+        "(-o's suffix decides: .safetensors, .npz, .gguf, .onnx, .pt / .pth / .bin, else a "
+        "container)",
         cmd_convert,
     )
     p.add_argument("input", help="a model file or a container")
