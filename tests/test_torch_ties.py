@@ -197,3 +197,16 @@ def test_a_state_dict_of_other_names_than_strings_is_refused(tmp_path: Path) -> 
     for command in ("info", "compress"):
         r = run(command, "ints.pt", cwd=tmp_path)
         assert r.returncode == 1 and "names are strings, not 1" in r.stderr, r.stderr
+
+
+def test_a_checkpoint_of_parameters_comes_back_byte_identical(tmp_path: Path) -> None:
+    # Found by fuzzing (a flipped requires_grad bit): torch.save of nn.Parameters, or of
+    # tensors that require grad, made nncodecs' .numpy() raise a bare RuntimeError.
+    torch = optional_import("torch")
+    layer = torch.nn.Linear(16, 8)
+    torch.save(dict(layer.named_parameters()), tmp_path / "p.pt")
+    want = sha(tmp_path / "p.pt")
+    assert run("compress", "p.pt", "-q", cwd=tmp_path).returncode == 0
+    r = run("decompress", "p.pt.zarr.zip", "-o", "back.pt", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert sha(tmp_path / "back.pt") == want

@@ -165,7 +165,7 @@ def load_torch_weights(path: Path) -> dict[str, Any]:
             f"{path}: not a state dict of tensors ({', '.join(bad[:8])} "
             f"{'is' if len(bad) == 1 else 'are'} not tensors), which nncodecs would not keep"
         )
-    return obj
+    return {k: v.detach() for k, v in obj.items()}  # (a Parameter's too: the same storage)
 
 
 def _strided() -> Any:
