@@ -497,6 +497,25 @@ def test_npz_arrays_read_in_steps_as_numpy_reads_them(tmp_path: Path) -> None:
         for name, arr in arrays.items():
             assert got[name].dtype == arr.dtype and got[name].shape == arr.shape
             assert np.array_equal(got[name], arr), (method, name)
+    for version in (b"\x02\x00", b"\x03\x00", b"\x09\x09"):  # (NumPy reads 1.0-3.0 alone)
+        body = bytearray(_npy_bytes(np.arange(4, dtype=np.float32), version=(2, 0)))
+        body[6:8] = version
+        path = tmp_path / "v.npz"
+        with zipfile.ZipFile(path, "w") as z:
+            z.writestr("x.npy", bytes(body))
+        if version == b"\x09\x09":
+            with pytest.raises(CorruptDataError, match="format version"):
+                dict(iter_source(path))
+        else:
+            assert np.array_equal(dict(iter_source(path))["x"], np.arange(4, dtype=np.float32))
+
+
+def _npy_bytes(arr: np.ndarray, version: tuple[int, int]) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    np.lib.format.write_array(buf, arr, version=version)
+    return buf.getvalue()
 
 
 def test_only_other_packages_failures_are_called_damage(tmp_path: Path) -> None:

@@ -52,6 +52,8 @@ class NpzSource(Source):
 
         try:
             version = npy.read_magic(f)
+            if version not in ((1, 0), (2, 0), (3, 0)):  # (NumPy's load refuses the others)
+                raise ValueError(f"a .npy file of format version {version}")
             read = npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0
             shape, fortran, dtype = read(f)
         except (ValueError, SyntaxError, TokenError, RecursionError) as exc:
