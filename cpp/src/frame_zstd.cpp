@@ -36,16 +36,23 @@ Status whole_header(const std::uint8_t* p, std::size_t len, std::uint64_t max_de
                     FrameInfo* info, Error* err) {
   info->element = Element::bytes;
   if (std::memcmp(p, kWholeTypedMagic, 4) == 0) {
-    if (len < 5 || p[4] >= kElementCount) {
+    // The element byte: the code, and bit 6 the byte order (as version 4's).
+    const unsigned code = len < 5 ? 0 : p[4] & ~unsigned(kElementBigEndian);
+    if (len < 5 || code >= kElementCount) {
       if (len < 5)
         fail(err, Status::corrupt, "whole-input zstd frame: element type code missing, this "
              "build knows 0..%u", kElementCount - 1);
       else
-        fail(err, Status::corrupt, "whole-input zstd frame: element type code %u, this build "
-             "knows 0..%u", p[4], kElementCount - 1);
+        fail(err, Status::corrupt, "whole-input zstd frame: element byte 0x%02x, this build "
+             "knows codes 0..%u", p[4], kElementCount - 1);
       return err->status;
     }
-    info->element = static_cast<Element>(p[4]);
+    info->element = static_cast<Element>(code);
+    info->big_endian = (p[4] & kElementBigEndian) != 0;
+    if (info->big_endian && kElements[code].width < 2)
+      return fail(err, Status::corrupt, "whole-input zstd frame: big-endian %s elements",
+                  kElements[code].name),
+             err->status;
   }
   const std::size_t at = whole_payload_at(p);
   std::uint64_t size = 0;
@@ -89,7 +96,8 @@ Status whole_encode(const std::uint8_t* in, std::size_t len, const EncodeParams&
     in = split.data();
   }
   out->assign(kWholeTypedMagic, kWholeTypedMagic + 4);
-  out->push_back(static_cast<std::uint8_t>(params.element));
+  out->push_back(static_cast<std::uint8_t>(static_cast<unsigned>(params.element) |
+                                           (params.big_endian ? kElementBigEndian : 0u)));
   if (!zstd_compress(in, len, level, true, params.checksum, out, err)) return err->status;
   return Status::ok;
 }
@@ -166,12 +174,32 @@ Status read_header(const void* src, std::size_t src_len, std::uint64_t max_decod
   return whole_header(p, src_len, max_decoded, &h->info, err);
 }
 
+namespace {
+
+// Elements of `width` bytes reversed in place: a big-endian frame's elements
+// (coded little-endian) back in their own order.
+void swap_elements(std::uint8_t* p, std::size_t len, unsigned width) {
+  for (std::size_t i = 0; i + width <= len; i += width) std::reverse(p + i, p + i + width);
+}
+
+}  // namespace
+
 Status decode(void* dst, std::size_t dst_cap, const void* src, std::size_t src_len,
               const Header& h, Layout layout, bool elements, unsigned planes, int threads,
               Error* err) {
-  if (!h.whole)
-    return frame_decode(dst, dst_cap, src, src_len, h.info, layout, elements, nullptr, 0, threads,
-                        err);
+  if (h.info.big_endian && !elements)
+    return fail(err, Status::bad_argument,
+                "the frame holds big-endian %s elements: it decodes to elements only (the "
+                "weights codec), not to planes",
+                kElements[static_cast<unsigned>(h.info.element)].name),
+           err->status;
+  if (!h.whole) {
+    const Status s = frame_decode(dst, dst_cap, src, src_len, h.info, layout, elements, nullptr,
+                                  0, threads, err);
+    if (s == Status::ok && h.info.big_endian)
+      swap_elements(static_cast<std::uint8_t*>(dst), h.info.decoded_len, h.info.planes);
+    return s;
+  }
   const std::uint64_t len = h.info.decoded_len;
   if (len > dst_cap)
     return fail(err, Status::dst_too_small, "dst has %zu bytes, the frame decodes to %llu",
@@ -195,6 +223,7 @@ Status decode(void* dst, std::size_t dst_cap, const void* src, std::size_t src_l
   const Status s = planes_merge(dst, n, planar.data(), n, planes, layout, Variant::automatic,
                                 threads);
   if (s != Status::ok) return fail(err, s, "plane merge: %s", status_message(s)), err->status;
+  if (h.info.big_endian) swap_elements(static_cast<std::uint8_t*>(dst), n, planes);
   return Status::ok;
 }
 

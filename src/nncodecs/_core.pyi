@@ -72,8 +72,10 @@ def encode(
     row_length: int = 0,
     element: str = "bytes",
     zstd_level: int = 3,
+    big_endian: bool = False,
 ) -> bytes: ...
 def header(src: Buffer, max_decoded: int) -> dict[str, object]: ...
+def element_of(src: Buffer, max_decoded: int) -> tuple[str, bool]: ...
 def decode(
     src: Buffer,
     max_decoded: int,

@@ -36,6 +36,11 @@ constexpr std::uint8_t kFrameVersionRows = 2;
 // byte after the plane count (its element type, and whether the row section
 // follows). Versions 1 and 2 are read, never written.
 constexpr std::uint8_t kFrameVersionTyped = 3;
+// Version 4: version 3 whose element byte may set bit 6, kElementBigEndian:
+// the elements were big-endian. They are coded little-endian, as always, and
+// a decoder to elements swaps them back, so the bytes come back as they came
+// in. Written only for big-endian input; little-endian input keeps version 3.
+constexpr std::uint8_t kFrameVersionOrdered = 4;
 
 // The element type a frame records (version 3): the data type of the array
 // whose planes it holds, so that a decoder needs no dtype from its caller
@@ -81,8 +86,11 @@ constexpr ElementInfo kElements[] = {
 };
 constexpr unsigned kElementCount = sizeof(kElements) / sizeof(kElements[0]);
 // The element byte of a version 3 frame: bits 0-5 the element code, bit 6
-// reserved (0), bit 7 set when the row section follows the checksum.
+// reserved (0; in version 4 the byte order, kElementBigEndian), bit 7 set
+// when the row section follows the checksum. The whole-input kind's element
+// byte is the same less bit 7.
 constexpr std::uint8_t kElementMask = 0x3F;
+constexpr std::uint8_t kElementBigEndian = 0x40;
 constexpr std::uint8_t kElementRows = 0x80;
 // Rows shorter than this never get an offset byte (it would cost more than
 // 1/128 of their symbols); planes shorter than kRowShiftFrom are not tried.
@@ -111,6 +119,9 @@ struct EncodeParams {
   // Recorded in the frame; its width must be `planes` (bytes: any), and with
   // elements and a float layout its layout must be that one.
   Element element = Element::bytes;
+  // The elements are big-endian (given swapped to little-endian, as coded):
+  // a version 4 frame, decoded back to big-endian. Elements of 2+ bytes only.
+  bool big_endian = false;
   int threads = 0;
   // Auto only, in encode(): zstd's level for the trials (zstd chunks and
   // the whole-input kind); 0 for none. frame_encode takes zstd candidates
@@ -206,6 +217,7 @@ struct ChunkRef {
 struct FrameInfo {
   std::uint8_t version = 0;
   Element element = Element::bytes;  // version 3's element type; bytes before
+  bool big_endian = false;           // version 4: elements decode big-endian
   Coder coder = Coder::rans;
   unsigned planes = 0;
   unsigned precision = 0;

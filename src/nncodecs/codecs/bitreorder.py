@@ -28,7 +28,6 @@ from typing import Any
 
 import numpy as np
 from numcodecs.abc import Codec
-from numcodecs.compat import ndarray_copy
 from zarr.abc.codec import ArrayArrayCodec
 from zarr.core.array_spec import ArraySpec
 from zarr.core.dtype import parse_data_type
@@ -44,14 +43,33 @@ from nncodecs.dtypes import (
     reordered_dtype,
 )
 from nncodecs.frame import get_threads
-from nncodecs.frame.buffers import array_module, as_array, little_endian, typed_input
-from nncodecs.frame.params import DTYPE, Schema
+from nncodecs.frame.buffers import (
+    array_module,
+    as_array,
+    copy_out,
+    host_bytes,
+    kind_is_bytes,
+    little_endian,
+    typed_input,
+)
+from nncodecs.frame.params import Param, Schema
 
 __all__ = ["BitReorder", "NumcodecsBitReorder", "decode_array", "encode_array"]
 
 CODEC_ID = "nncodecs.bitreorder"
 
-SCHEMA = Schema((DTYPE,))
+
+def _ordered_dtype(value: Any) -> str | None:
+    """The ``dtype`` setting: a supported type's name (little-endian), or NumPy's
+    string of a big-endian one (``">f4"``), whose order the codec then keeps."""
+    if value is None:
+        return None
+    dt = normalize_dtype(value)
+    name = dtype_name(dt)
+    return dt.str if dt.byteorder == ">" and dt.itemsize > 1 else name
+
+
+SCHEMA = Schema((Param("dtype", None, _ordered_dtype),))
 
 
 def _reorder_xp(bits: Any, layout: str, decode: bool) -> Any:
@@ -122,35 +140,59 @@ class NumcodecsBitReorder(NumcodecsShell, Codec):
 
     Parameters
     ----------
-    dtype : str or dtype, optional
-        Element type. Optional for encoding (taken from the array); decoding
-        needs it, or an ``out`` array to take it from.
+    dtype : str or dtype
+        Element type, and its byte order: a name (``"float32"``) for
+        little-endian data, NumPy's string (``">f4"``) for big-endian data,
+        whose bit-reordered words then stay big-endian. Decoding cannot work
+        without it, so encoding refuses to run without it too; big-endian
+        input under a little-endian setting is refused.
     """
 
     codec_id = CODEC_ID
     schema = SCHEMA
     dtype: str | None
 
+    def _dtype(self, doing: str) -> np.dtype:
+        if self.dtype is None:
+            raise ValueError(
+                f"bitreorder: {doing} needs dtype= in the codec (the element type, "
+                "'>f4' for big-endian data): the reordered words do not record it"
+            )
+        return normalize_dtype(self.dtype)
+
     def encode(self, buf: Any) -> Any:
-        return encode_array(typed_input(buf, self.dtype, CODEC_ID))
+        want = self._dtype("encoding")
+        arr = typed_input(buf, self.dtype, CODEC_ID)
+        if arr.dtype.byteorder == ">" and want.byteorder != ">":
+            raise ValueError(
+                f"bitreorder: big-endian input ({arr.dtype.str}) with dtype={self.dtype!r}: "
+                f"set dtype={arr.dtype.str!r} to keep its byte order"
+            )
+        bits = encode_array(arr)
+        if want.byteorder == ">":
+            return bits.astype(bits.dtype.newbyteorder(">"))
+        return bits
 
     def decode(self, buf: Any, out: Any = None) -> Any:
-        dtype = self.dtype
-        if dtype is None:
-            if out is None:
-                raise ValueError("bitreorder: decoding needs dtype= in the codec or an out= array")
-            dtype = dtype_name(as_array(out).dtype)
-        target = normalize_dtype(dtype)
-        arr = as_array(buf)
+        if self.dtype is None and out is not None:
+            target = as_array(out).dtype  # (a codec that encoded nothing yet)
+        else:
+            target = self._dtype("decoding")
+        words = reordered_dtype(target).newbyteorder(">" if target.byteorder == ">" else "<")
+        arr = host_bytes(buf).view(np.uint8) if kind_is_bytes(buf) else as_array(buf)
         if arr.dtype.itemsize != target.itemsize:
-            if arr.nbytes % target.itemsize:
+            raw = host_bytes(arr)
+            if raw.nbytes % target.itemsize:
                 raise ValueError(
-                    f"bitreorder: {arr.nbytes} bytes is not a whole number of {dtype} "
-                    f"elements ({target.itemsize} bytes each)"
+                    f"bitreorder: {raw.nbytes} bytes is not a whole number of "
+                    f"{dtype_name(target)} elements ({target.itemsize} bytes each)"
                 )
-            arr = np.ascontiguousarray(arr).reshape(-1).view(reordered_dtype(target))
+            arr = raw.view(words)
         dec = decode_array(arr, target)
-        return dec if out is None else ndarray_copy(dec, out)
+        if out is None:
+            return dec
+        copy_out(dec, out)
+        return out
 
 
 class ReorderedSpec(ArraySpec):

@@ -31,7 +31,6 @@ from typing import Any, Self
 
 import numpy as np
 from numcodecs.abc import Codec
-from numcodecs.compat import ndarray_copy
 from zarr.abc.codec import ArrayBytesCodec
 from zarr.core.array_spec import ArraySpec
 
@@ -40,7 +39,14 @@ from nncodecs.codecs._shell import NumcodecsShell, ZarrShell
 from nncodecs.dtypes import float_layout, native_dtype, normalize_dtype
 from nncodecs.errors import CorruptDataError
 from nncodecs.frame import get_threads
-from nncodecs.frame.buffers import array_module, as_array, as_byte_view, little_endian
+from nncodecs.frame.buffers import (
+    array_module,
+    as_byte_view,
+    copy_out,
+    host_bytes,
+    kind_is_bytes,
+    little_endian,
+)
 from nncodecs.frame.params import Param, Schema
 
 __all__ = ["NumcodecsPlanes", "Planes", "merge_array", "merge_bytes", "split_array", "split_bytes"]
@@ -135,37 +141,51 @@ def merge_array(planes: Any, dtype: Any, shape: Any, *, reorder: bool = False) -
 class NumcodecsPlanes(NumcodecsShell, Codec):
     """numcodecs codec ``nncodecs.planes``.
 
+    Works on the bytes as they lie in memory (numcodecs' rule): an F-ordered
+    array's elements in F order, a big-endian array's bytes in its order
+    (plane 0 then holds each element's first byte in memory), never swapped.
+
     Parameters
     ----------
-    elementsize : int, optional
-        Bytes per element. Optional for encoding an array (taken from its
-        dtype); decoding needs it, or an ``out`` array to take it from.
+    elementsize : int
+        Bytes per element. Decoding cannot work without it, so encoding
+        refuses to run without it too (a filter that writes what no read
+        can undo loses the data).
     """
 
     codec_id = CODEC_ID
     schema = SCHEMA
     elementsize: int | None
 
-    def encode(self, buf: Any) -> Any:
-        arr = little_endian(as_array(buf))
-        size = self.elementsize or arr.dtype.itemsize
-        if arr.dtype.itemsize not in (1, size):
+    def _size(self, doing: str) -> int:
+        if self.elementsize is None:
             raise ValueError(
-                f"planes: configured for {size}-byte elements, got {arr.dtype} "
-                f"({arr.dtype.itemsize}-byte) data"
+                f"planes: {doing} needs elementsize= in the codec (bytes an element): "
+                "a frame of planes does not record it"
             )
-        return split_bytes(as_byte_view(arr), size)
+        return self.elementsize
+
+    def encode(self, buf: Any) -> Any:
+        size = self._size("encoding")
+        if not kind_is_bytes(buf):
+            dtype = np.asarray(buf).dtype if array_module(buf) is np else np.dtype(np.uint8)
+            if dtype.itemsize not in (1, size):
+                raise ValueError(
+                    f"planes: configured for {size}-byte elements, got {dtype} "
+                    f"({dtype.itemsize}-byte) data"
+                )
+        return split_bytes(host_bytes(buf), size)
 
     def decode(self, buf: Any, out: Any = None) -> Any:
-        size = self.elementsize
-        if size is None:
-            if out is None:
-                raise ValueError(
-                    "planes: decoding needs elementsize= in the codec or an out= array"
-                )
-            size = as_array(out).dtype.itemsize
-        merged = merge_bytes(as_byte_view(as_array(buf)), size)
-        return merged if out is None else ndarray_copy(merged, out)
+        if self.elementsize is None and out is not None:
+            size = np.asarray(out).dtype.itemsize  # (a codec that encoded nothing yet)
+        else:
+            size = self._size("decoding")
+        merged = merge_bytes(host_bytes(buf), size)
+        if out is None:
+            return merged
+        copy_out(merged, out)
+        return out
 
 
 class Planes(ZarrShell, ArrayBytesCodec):  # type: ignore[misc]

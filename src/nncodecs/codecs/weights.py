@@ -42,7 +42,7 @@ from nncodecs.codecs._direct import DirectChunks
 from nncodecs.codecs._shell import DtypeFromArray, NumcodecsShell, ZarrShell
 from nncodecs.dtypes import dtype_name, normalize_dtype
 from nncodecs.errors import CorruptDataError
-from nncodecs.frame.buffers import as_array, typed_input
+from nncodecs.frame.buffers import as_array, in_memory_order, typed_input
 from nncodecs.frame.params import WEIGHTS
 from nncodecs.frame.weights import (
     _NO_DTYPE,
@@ -64,8 +64,9 @@ __all__ = ["NumcodecsWeights", "Weights", "decode_weights", "encode_weights"]
 
 def _check_out_type(stated: Any, out_dtype: np.dtype, configured: Any) -> None:
     """A typed ``out`` is an expectation, like the codec's ``dtype``: a frame of another
-    element type is corrupt for it. A byte buffer (uint8, int8, raw void) takes any frame."""
-    if configured is not None:
+    element type is corrupt for it. A byte buffer (uint8, int8, raw void) takes any frame,
+    and a frame of bytes (raw bytes encoded: uint8 or int8 elements) fills any ``out``."""
+    if configured is not None or dtype_name(normalize_dtype(stated)) in ("uint8", "int8"):
         return
     try:
         wanted = dtype_name(out_dtype)  # (bfloat16 and float8 are typed, though kind "V")
@@ -105,14 +106,17 @@ class NumcodecsWeights(NumcodecsShell, Codec):
         if backend is not None:  # CuPy / torch CUDA: the frame stays on the device
             return encode_weights_on_device(backend, buf, self._settings(), self.dtype)
         arr = typed_input(buf, self.dtype, CODEC_ID)
-        return encode_weights(arr, self._settings(), self.threads)
+        # numcodecs' rule: the elements as they lie in memory (an F-ordered array's
+        # transpose, so that its rows are rows of memory for the row shift)
+        return encode_weights(in_memory_order(arr), self._settings(), self.threads)
 
     def decode(self, buf: Any, out: Any = None) -> Any:
         """Elements of the frame's own element type (a flat array, numcodecs'
-        way; Zarr reshapes it), or ``out`` filled with their bytes. With the
-        codec's ``dtype`` set, a frame of another raises
-        :class:`nncodecs.CorruptDataError`. Frames that state no type
-        (versions 1 and 2) take ``dtype``, else ``out``'s."""
+        way; Zarr reshapes it), or ``out`` filled with their bytes in its memory
+        order; big-endian elements come back big-endian (numcodecs' rule: the
+        bytes as they came in). With the codec's ``dtype`` set, a frame of
+        another raises :class:`nncodecs.CorruptDataError`. Frames that state no
+        type (versions 1 and 2) take ``dtype``, else ``out``'s."""
         backend = backend_for(buf) or (backend_for(out) if out is not None else None)
         if backend is not None:
             return self._decode_on_device(backend, buf, out)
@@ -131,9 +135,9 @@ class NumcodecsWeights(NumcodecsShell, Codec):
                 raise ValueError(
                     f"{CODEC_ID}: out holds {as_array(out).nbytes} bytes, not whole {dtype}"
                 )
-            decode_weights(buf, dtype, count, out=out, threads=self.threads)
+            decode_weights(buf, dtype, count, out=out, threads=self.threads, as_stored=True)
             return out
-        return decode_weights(buf, dtype, None, threads=self.threads)
+        return decode_weights(buf, dtype, None, threads=self.threads, as_stored=True)
 
     def _decode_on_device(self, backend: Any, buf: Any, out: Any) -> Any:
         """A frame (on the device or the host) decoded on the device: into

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from nncodecs import _core
-from nncodecs.frame.buffers import as_array, copy_out, host_bytes
+from nncodecs.frame.buffers import copy_out, host_bytes, writable_bytes
 from nncodecs.frame.constants import max_ratio_bound
 from nncodecs.frame.threads import get_threads
 
@@ -38,10 +38,9 @@ def decode_frame(
     limit = max_ratio_bound(src.nbytes) if max_decoded is None else max_decoded
     target = None
     if out is not None:
-        arr = as_array(out)
-        if arr.flags.c_contiguous and arr.flags.writeable:
-            target = arr.reshape(-1).view(np.uint8)
-        limit = min(limit, arr.nbytes)
+        target = writable_bytes(out)  # (in out's memory order: numcodecs' rule)
+        size = target.nbytes if target is not None else getattr(out, "nbytes", None)
+        limit = min(limit, memoryview(out).nbytes if size is None else int(size))
     # One call parses the header once (either kind), checks the element
     # type, sizes and allocates the output (unless given) and decodes,
     # zstd chunks included.
@@ -56,5 +55,5 @@ def decode_frame(
         out=target,
     )
     if out is not None and target is None:
-        copy_out(decoded, as_array(out))
+        copy_out(decoded, out)
     return target if target is not None else decoded

@@ -26,6 +26,7 @@ def encode_frame(
     threads: int | None = None,
     row_length: int = 0,
     dtype: str = "bytes",
+    big_endian: bool = False,
 ) -> bytes:
     """Encode a flat uint8 array of ``planes`` planes as a frame.
 
@@ -39,7 +40,9 @@ def encode_frame(
     pays, and writes the row section (docs/format.md, "Row shift").
     ``dtype`` is the element type the frame records (a name of
     :func:`nncodecs.frame.element_types`; ``"bytes"``: none), whose width
-    must be ``planes``.
+    must be ``planes``. ``big_endian`` (elements of two or more bytes,
+    given little-endian): they were big-endian; the frame (version 4) says
+    so and decoding to elements swaps them back.
     """
     # One call: with auto, the C++ encoder probes for chunks worth a zstd
     # trial, compresses them (libzstd) and makes the frame with them, and
@@ -59,4 +62,5 @@ def encode_frame(
         row_length=row_length if elements else 0,
         element=dtype,
         zstd_level=zstd_level,
+        big_endian=big_endian,
     )

@@ -14,6 +14,7 @@ __all__ = [
     "element_types",
     "frame_decoded_len",
     "frame_element",
+    "frame_element_order",
     "frame_info",
 ]
 
@@ -44,7 +45,15 @@ def frame_element(buf: Any) -> str:
     """The element type a (checked) frame records: a name of :func:`element_types`;
     ``"bytes"`` when it states none (byte coders given no dtype, and every
     frame of the versions before it, 1 and 2, and of the first zstd kind)."""
-    return str(frame_info(buf)["element"])
+    return frame_element_order(buf)[0]
+
+
+def frame_element_order(buf: Any) -> tuple[str, bool]:
+    """The element type a (checked) frame records, and whether its elements
+    are big-endian (a version 4 frame: decoded elements come back so)."""
+    src = host_bytes(buf)
+    name, big = _core.element_of(src, max_ratio_bound(src.nbytes))
+    return str(name), bool(big)
 
 
 def check_frame_element(found: str, expected: str) -> None:

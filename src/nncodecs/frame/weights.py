@@ -18,7 +18,7 @@ from nncodecs.errors import CorruptDataError
 from nncodecs.frame.buffers import as_byte_view, little_endian
 from nncodecs.frame.decode import decode_frame
 from nncodecs.frame.encode import encode_frame
-from nncodecs.frame.info import frame_decoded_len, frame_element
+from nncodecs.frame.info import frame_decoded_len, frame_element, frame_element_order
 from nncodecs.frame.params import frame_settings, row_length
 
 __all__ = ["CODEC_ID", "decode_weights", "encode_weights", "stated_dtype"]
@@ -28,13 +28,19 @@ _NO_DTYPE = "the frame states no element type (a version 1 or 2 frame, or a byte
 
 
 def encode_weights(arr: Any, settings: dict[str, Any], threads: int | None = None) -> bytes:
-    """Frame of an array's elements (C order): reorder + split + coder, fused."""
+    """Frame of an array's elements (C order): reorder + split + coder, fused.
+
+    Big-endian elements are coded little-endian and the frame (version 4)
+    records their order, so that decoding gives back the bytes that came in.
+    """
+    big = arr.dtype.byteorder == ">" and arr.dtype.itemsize > 1
     arr = little_endian(arr)
     return encode_frame(
         as_byte_view(arr),
         **frame_settings(settings, arr.dtype),
         threads=threads,
         row_length=row_length(arr.shape),
+        big_endian=big,
     )
 
 
@@ -61,17 +67,35 @@ def stated_dtype(buf: Any) -> str | None:
 
 
 def decode_weights(
-    buf: Any, dtype: Any, count: int | None, out: Any = None, threads: int | None = None
+    buf: Any,
+    dtype: Any,
+    count: int | None,
+    out: Any = None,
+    threads: int | None = None,
+    as_stored: bool = False,
 ) -> Any:
     """Elements of ``dtype`` (a flat array, or ``out``) from a frame of ``count`` elements
     (``None``: as many as the frame holds). A frame that records another
     element type raises :class:`nncodecs.CorruptDataError`; ``dtype=None``
-    takes the frame's own (``ValueError`` where it states none)."""
+    takes the frame's own (``ValueError`` where it states none).
+
+    ``as_stored``: the elements in the byte order the frame records (big-endian
+    for a version 4 frame: numcodecs' rule, the bytes back as they came in);
+    otherwise in ``dtype``'s order. ``out`` receives the bytes of the array
+    returned so.
+    """
     if dtype is None:
         dtype = stated_dtype(buf)
         if dtype is None:
             raise ValueError(f"{CODEC_ID}: {_NO_DTYPE}; decoding needs a dtype")
     target, native, layout, name = _element_types(dtype)
+    coded = native  # what the decoder writes: the frame's byte order
+    if frame_element_order(buf)[1]:
+        if native.kind not in "biufc":
+            raise CorruptDataError(f"{CODEC_ID}: a frame of big-endian {name} elements")
+        coded = native.newbyteorder(">")
+        if as_stored:
+            target = coded
     settings = {
         "elements": True,
         "layout": layout,
@@ -80,7 +104,7 @@ def decode_weights(
         "dtype": name,
     }
     if count is None:
-        if out is None and native == target:
+        if out is None and coded == target:
             # One pass over the frame's header: decode_frame sizes the output.
             raw = decode_frame(buf, **settings)
             if raw.nbytes % target.itemsize:
@@ -90,16 +114,16 @@ def decode_weights(
             return raw.view(target)
         count = frame_decoded_len(buf) // target.itemsize
     dest = out
-    if out is None or native != target:
+    if out is None or coded != target:
         # (memory the output cache holds, already mapped: a fresh array per chunk
         # page-faulted through every megabyte of it again)
-        dest = _core.output_buffer(count * native.itemsize).view(native)
+        dest = _core.output_buffer(count * coded.itemsize).view(coded)
     decode_frame(buf, out=dest, max_decoded=count * target.itemsize, **settings)
-    if native != target:
+    if coded != target:
         dest = dest.astype(target)
         if out is None:
             return dest
-        from numcodecs.compat import ndarray_copy  # (big-endian types only)
+        from numcodecs.compat import ndarray_copy  # (other byte orders only)
 
         return ndarray_copy(dest, out)
     return dest

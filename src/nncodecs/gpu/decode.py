@@ -136,6 +136,11 @@ def decode_frames(
         plan = (device_plan(backend, device_frames[i], max_decoded[i], prefix) if on_device
                 else plan_decode(frames[i], max_decoded[i]))  # fmt: skip
         assert plan is not None
+        if plan.big_endian and not elements:
+            raise ValueError(
+                f"decode_frames: frame {i} holds big-endian {plan.element} elements: it decodes "
+                "to elements only (the weights codec), not to planes"
+            )
         plans.append(plan)
     name = (lambda i: f"frame {i}: ") if count > 1 else (lambda i: "")
     for i, plan in enumerate(plans):
@@ -254,6 +259,12 @@ def decode_frames(
                     f"{name(i)}CRC32C mismatch: frame says {plan.checksum:08x}, decoded data "
                     f"gives {got:08x}"
                 )
+    for i in live:
+        if plans[
+            i
+        ].big_endian:  # (version 4: elements coded little-endian, given back as they came)
+            rows = outputs[i].reshape(-1, plans[i].planes)
+            rows[...] = rows[:, ::-1].copy()
     return outputs
 
 

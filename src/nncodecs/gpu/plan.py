@@ -43,6 +43,7 @@ class DecodePlan:
     symbols: int  # per plane
     chunks: int  # per plane
     element: str  # the element type the frame records ("bytes": none)
+    big_endian: bool  # a version 4 frame of big-endian elements (swapped back when decoded)
     precision: int
     subblock_log2: int
     row_length: int
@@ -94,6 +95,7 @@ def plan_decode(frame: np.ndarray, max_decoded: int, total_len: int = 0) -> Deco
     rans["shifted"] = (plane[r] == k - 1) & (row_length > 0)
     return DecodePlan(
         element=str(info["element"]),
+        big_endian=bool(info["big_endian"]),
         planes=k,
         symbols=n,
         chunks=chunks,
