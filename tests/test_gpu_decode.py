@@ -340,3 +340,20 @@ def test_flipped_bytes_are_corrupt_data_never_a_fault(backend: Any) -> None:
         bad[at] ^= 1 << int(rng.integers(0, 8))
         with pytest.raises(CorruptDataError):
             decode_on(backend, bad, max_decoded=arr.nbytes, layout="bfloat16", elements=True)
+
+
+@pytest.mark.parametrize("dtype", [">f4", ">f2", ">f8"])
+def test_big_endian_frames_of_version_4_decode_back_big_endian(backend: Any, dtype: str) -> None:
+    """A version 4 frame (big-endian elements) decodes on the GPU to the bytes that
+    came in, as on the CPU; asked for its planes, it is refused, as on the CPU."""
+    arr = (np.random.default_rng(6).standard_normal(70_001) * 0.02).astype(dtype)
+    for coder in ("rans", "auto"):
+        frame = NumcodecsWeights(coder=coder).encode(arr)
+        assert frame[:5] == b"NNCF\x04"
+        host = np.frombuffer(frame, np.uint8)
+        out = decode_on(
+            backend, host, max_decoded=arr.nbytes, layout=float_layout(arr.dtype), elements=True
+        )
+        assert backend.to_host(out).tobytes() == arr.tobytes(), coder
+        with pytest.raises(ValueError, match="big-endian"):
+            decode_on(backend, host, max_decoded=arr.nbytes)

@@ -186,10 +186,10 @@ def test_malformed_row_sections_are_clear_errors() -> None:
     flagless = frame[:7] + bytes([frame[7] & 0x7F]) + frame[8:]
     with pytest.raises(CorruptDataError):
         NumcodecsWeights(dtype="bfloat16").decode(flagless)
-    # Versions past 3 are refused by name.
-    v4 = frame[:4] + b"\x04" + frame[5:]
-    with pytest.raises(CorruptDataError, match="frame version 4"):
-        NumcodecsWeights(dtype="bfloat16").decode(v4)
+    # Versions past 4 are refused by name.
+    v5 = frame[:4] + b"\x05" + frame[5:]
+    with pytest.raises(CorruptDataError, match="frame version 5"):
+        NumcodecsWeights(dtype="bfloat16").decode(v5)
     # The same section in a version 2 frame (what earlier releases wrote) reads.
     old = to_old_version(frame)
     assert old[4] == 2

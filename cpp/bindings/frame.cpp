@@ -213,7 +213,7 @@ py::tuple element_of(py::handle src, std::uint64_t max_decoded) {
 
 py::object decode(py::handle src, std::uint64_t max_decoded, const std::string& layout,
                   bool elements, unsigned planes, int threads, const std::string& element,
-                  py::object out) {
+                  py::object out, bool any_order) {
   const nnc::Layout l = parse_layout(layout, "decode");
   const nnc::Element expected = parse_element(element, "decode");
   Buffer in(src, false, "decode", "src");
@@ -223,6 +223,11 @@ py::object decode(py::handle src, std::uint64_t max_decoded, const std::string& 
     max_decoded = std::min<std::uint64_t>(max_decoded, target->size());
   }
   const nnc::Header h = parse_header(in, max_decoded, expected, "decode");
+  if (h.info.big_endian && !elements && !any_order)
+    throw py::value_error(std::string("nncodecs._core.decode: the frame holds big-endian ") +
+                          element_name(h.info.element) +
+                          " elements: it decodes to elements only (the weights codec), not "
+                          "to planes");
   const std::size_t len = static_cast<std::size_t>(h.info.decoded_len);
   py::object result = out;
   std::uint8_t* dst;
@@ -301,10 +306,11 @@ void def_frame(py::module_& m) {
         "(element type, big_endian) a frame of either kind records, its header checked.");
   m.def("decode", &decode, py::arg("src"), py::arg("max_decoded"), py::arg("layout") = "none",
         py::arg("elements") = false, py::arg("planes") = 0, py::arg("threads") = 0,
-        py::arg("element") = "bytes", py::arg("out") = py::none(),
+        py::arg("element") = "bytes", py::arg("out") = py::none(), py::arg("any_order") = false,
         "Decode either kind in one call (its header parsed once) into `out` (a writable "
         "C-contiguous buffer of the decoded size) or a new uint8 array. planes: the element "
-        "size of a whole-input zstd frame decoded as elements.");
+        "size of a whole-input zstd frame decoded as elements. A big-endian frame decodes to "
+        "elements only, unless any_order (the GPU host, which merges its planes itself).");
   m.def("zstd_chunks", &zstd_chunks, py::arg("pieces"), py::arg("level"), py::arg("threads") = 0,
         "zstd of each piece (None: none) as frame chunks hold it.");
   m.def("frame_bound", &nnc::frame_bound, py::arg("src_len"), py::arg("planes"),

@@ -43,8 +43,8 @@ Status whole_header(const std::uint8_t* p, std::size_t len, std::uint64_t max_de
         fail(err, Status::corrupt, "whole-input zstd frame: element type code missing, this "
              "build knows 0..%u", kElementCount - 1);
       else
-        fail(err, Status::corrupt, "whole-input zstd frame: element byte 0x%02x, this build "
-             "knows codes 0..%u", p[4], kElementCount - 1);
+        fail(err, Status::corrupt, "whole-input zstd frame: element type code %u, this build "
+             "knows 0..%u (plus 64 for big-endian)", p[4], kElementCount - 1);
       return err->status;
     }
     info->element = static_cast<Element>(code);
@@ -187,16 +187,10 @@ void swap_elements(std::uint8_t* p, std::size_t len, unsigned width) {
 Status decode(void* dst, std::size_t dst_cap, const void* src, std::size_t src_len,
               const Header& h, Layout layout, bool elements, unsigned planes, int threads,
               Error* err) {
-  if (h.info.big_endian && !elements)
-    return fail(err, Status::bad_argument,
-                "the frame holds big-endian %s elements: it decodes to elements only (the "
-                "weights codec), not to planes",
-                kElements[static_cast<unsigned>(h.info.element)].name),
-           err->status;
   if (!h.whole) {
     const Status s = frame_decode(dst, dst_cap, src, src_len, h.info, layout, elements, nullptr,
                                   0, threads, err);
-    if (s == Status::ok && h.info.big_endian)
+    if (s == Status::ok && h.info.big_endian && elements)
       swap_elements(static_cast<std::uint8_t*>(dst), h.info.decoded_len, h.info.planes);
     return s;
   }

@@ -85,6 +85,7 @@ def decode(
     threads: int = 0,
     element: str = "bytes",
     out: Buffer | None = None,
+    any_order: bool = False,
 ) -> np.ndarray | Buffer: ...
 def zstd_chunks(
     pieces: list[Buffer | None], level: int, threads: int = 0

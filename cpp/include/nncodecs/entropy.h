@@ -291,7 +291,9 @@ struct Header {
 Status read_header(const void* src, std::size_t src_len, std::uint64_t max_decoded, Header* h,
                    Error* err);
 // Decode what read_header parsed. `planes`: the whole-input kind's element
-// size (with elements; a chunked frame states its own).
+// size (with elements; a chunked frame states its own). With elements, a
+// big-endian frame's elements come back big-endian; its planes are those of
+// the little-endian elements, as coded.
 Status decode(void* dst, std::size_t dst_cap, const void* src, std::size_t src_len,
               const Header& h, Layout layout, bool elements, unsigned planes, int threads,
               Error* err);

@@ -24,6 +24,7 @@ def decode_frame(
     planes: int | None = None,
     threads: int | None = None,
     dtype: str = "bytes",
+    any_order: bool = False,
 ) -> np.ndarray:
     """Decode a frame into a new uint8 array, or into ``out`` (without a copy when contiguous).
 
@@ -33,6 +34,9 @@ def decode_frame(
     merge (and the inverse reorder of a float ``layout``) runs fused.
     ``dtype``: the element type the caller decodes to; a frame that records
     another raises :class:`nncodecs.CorruptDataError` (``"bytes"``: any).
+    A big-endian frame (version 4) decodes to elements only (``ValueError``
+    otherwise: its planes are of the little-endian words), unless
+    ``any_order`` (the GPU host, which merges them and swaps back itself).
     """
     src = host_bytes(buf)
     limit = max_ratio_bound(src.nbytes) if max_decoded is None else max_decoded
@@ -53,6 +57,7 @@ def decode_frame(
         threads=threads or get_threads(),
         element=dtype,
         out=target,
+        any_order=any_order,
     )
     if out is not None and target is None:
         copy_out(decoded, out)

@@ -177,7 +177,8 @@ def decode_frames(
             host = frames[i] if frames[i] is not None else backend.to_host(device_frames[i])
             # Row offsets come undone already (the merge adds them to raw and
             # constant chunks only).
-            cpu = np.asarray(decode_frame(host, max_decoded=max_decoded[i])).view(np.uint8)
+            cpu = np.asarray(decode_frame(host, max_decoded=max_decoded[i], any_order=True))
+            cpu = cpu.view(np.uint8)
             external_parts.append(cpu)
             external_at[i] = ext
             ext += cpu.size
