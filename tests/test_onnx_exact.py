@@ -205,15 +205,27 @@ def test_external_data_comes_back_byte_identical(tmp_path: Path, one_file: bool)
         assert sha(out / f.name) == sha(f), f.name
     loaded = onnx.load(str(out / "e.onnx"))  # (and onnx reads it, data and all)
     assert len(loaded.graph.initializer) == 5
-    # a data file already there is refused (nothing written, the file untouched), unless -f
+    # a -f re-run replaces the data files the model at -o names as its own
+    (out / files[0].name).write_bytes(b"damaged")
+    r = run(
+        "decompress", str(src / "e.onnx.zarr.zip"), "-o", str(out / "e.onnx"), "-f", cwd=tmp_path
+    )
+    assert r.returncode == 0 and sha(out / files[0].name) == sha(files[0]), r.stderr
+    # a data file already there, with no model naming it, is refused (nothing written,
+    # the file untouched), with -f too: a container never names a file for you
     (out / "e.onnx").unlink()
     (out / files[0].name).write_bytes(b"mine")
-    r = run("decompress", str(src / "e.onnx.zarr.zip"), "-o", str(out / "e.onnx"), cwd=tmp_path)
-    assert r.returncode != 0 and files[0].name in r.stderr, r.stderr
-    assert not (out / "e.onnx").exists() and (out / files[0].name).read_bytes() == b"mine"
-    r = run("decompress", str(src / "e.onnx.zarr.zip"), "-o", str(out / "e.onnx"), "-f",
-            cwd=tmp_path)  # fmt: skip
-    assert r.returncode == 0 and sha(out / files[0].name) == sha(files[0]), r.stderr
+    for force in ((), ("-f",)):
+        r = run(
+            "decompress",
+            str(src / "e.onnx.zarr.zip"),
+            "-o",
+            str(out / "e.onnx"),
+            *force,
+            cwd=tmp_path,
+        )
+        assert r.returncode != 0 and files[0].name in r.stderr, r.stderr
+        assert not (out / "e.onnx").exists() and (out / files[0].name).read_bytes() == b"mine"
 
 
 def test_forged_external_records_write_nothing(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -78,10 +79,19 @@ def cmd_decompress(args: argparse.Namespace) -> int:
     src = Path(args.input)
     out = args.output or str(default_output(src))  # a str: Path would turn s3:// into s3:/
     bar = ProgressBar("decompress", args.quiet)
+    beside: list[Path] = []
     fmt = decompress(
-        src, out, fmt=args.format, progress=bar, force=args.force, references=args.reference
+        src,
+        out,
+        fmt=args.format,
+        progress=bar,
+        force=args.force,
+        references=args.reference,
+        beside=beside,
     )
     bar.finish()
+    for path in beside:  # (files the container named: always told, even with -q)
+        print(f"nncodecs: also wrote {path} (external data the model names)", file=sys.stderr)
     if not args.quiet:
         print(f"{src} -> {out} ({fmt}, {human(_size(Path(out)))})")
     return 0

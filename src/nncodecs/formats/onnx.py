@@ -26,7 +26,7 @@ import numpy as np
 
 from nncodecs.dtypes import dtype_name
 from nncodecs.errors import CorruptDataError
-from nncodecs.formats.onnx_external import EXTERNAL, external_records
+from nncodecs.formats.onnx_external import EXTERNAL, check_external_name, external_records
 from nncodecs.formats.onnx_wire import raw_data_spans
 from nncodecs.formats.paths import inside
 from nncodecs.formats.source import FileRows, Source, Tensor
@@ -71,12 +71,13 @@ class OnnxSource(Source):
             if external_data_helper.uses_external_data(tensor):
                 info = {e.key: e.value for e in tensor.external_data}
                 location = info.get("location", "")
-                parts = Path(location).parts
-                if not location or Path(location).is_absolute() or ".." in parts:
+                try:  # (the names decompress would refuse are refused here, with the reason)
+                    check_external_name(location)
+                except ValueError as exc:
                     raise CorruptDataError(
                         f"{path}: tensor {tensor.name!r} has external data at {location!r}, "
-                        "outside the model's directory"
-                    )
+                        f"which nncodecs would not write back: {exc}"
+                    ) from None
                 inside(base / location, base)
         entries = list(self._walk(self.model.graph, ""))
         if len({e[0] for e in entries}) != len(entries):

@@ -13,7 +13,7 @@ from nncodecs.formats.detect import EXACT_FORMATS, WRITE_FORMATS
 from nncodecs.formats.digests import check_restored
 from nncodecs.formats.malloc import use_one_malloc_arena
 from nncodecs.formats.npz import write_npz
-from nncodecs.formats.onnx_external import restore_external
+from nncodecs.formats.onnx_external import owned_external, restore_external
 from nncodecs.formats.paths import READ_ONLY_SUFFIXES, check_model_file_name, local_output
 from nncodecs.formats.safetensors_restore import file_records, restore_safetensors
 from nncodecs.formats.source import Progress, stream_named
@@ -83,6 +83,7 @@ def decompress(
     progress: Progress | None = None,
     force: bool = False,
     references: Any = None,
+    beside: list[Path] | None = None,
 ) -> str:
     """Restore a container as a model file: ``fmt``, else the one ``out``'s suffix names,
     else the source's own format (byte for byte for safetensors and GGUF, checked against
@@ -94,6 +95,8 @@ def decompress(
     codec into a safetensors file a piece at a time (npz excepted: NumPy writes it
     from a dict of every tensor). ``references``: as :class:`nncodecs.Reader` takes
     them, for tensors stored against containers outside the container's directory.
+    ``beside``: a list that receives the files written beside ``out`` (an ONNX
+    model's external data), which a front end names to its user.
     """
     use_one_malloc_arena()
     if is_url(str(out)):
@@ -122,6 +125,9 @@ def decompress(
         directory = records is not None and r.metadata.get("source.layout") == "directory"
         local = local_output(container)
         inputs = (local,) if local is not None else ()
+        # (before the output exists: what was there decides which external files may go)
+        fresh = not out.parent.exists() or not any(out.parent.iterdir())
+        owned = owned_external(out) if fmt == "onnx" and force else set()
         with atomic_output(out, force, directory=directory, inputs=inputs) as tmp:
             if fmt in SPLICED:
                 expected = {k: r.metadata.get(f"source.{k}") for k in ("sha256", "crc32c")}
@@ -130,7 +136,9 @@ def decompress(
                 restore_spliced(r, tmp, fmt)
                 check_restored(tmp, expected, out)
                 if fmt == "onnx":  # (its data files beside it, as its graph names them)
-                    restore_external(r, out, tmp, force, inputs)
+                    written = restore_external(r, out, tmp, force, inputs, fresh, owned)
+                    if beside is not None:
+                        beside.extend(written)
             elif fmt == "safetensors":
                 restore_safetensors(r, tmp, records, progress)
             else:

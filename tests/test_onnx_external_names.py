@@ -1,0 +1,153 @@
+"""A container never names a file for you: ONNX external data names (issue 36, N1).
+
+An ONNX model's external data lies in files its graph names; decompress writes
+them beside the restored model. Hostile names (``.bashrc``,
+``sub/.ssh/authorized_keys``), links on the way and existing files of the user
+are refused before any byte is written; ``compress`` refuses such a model with
+the reason; a container written before the rule restores only into a new,
+empty directory; a ``--force`` re-run replaces only the files the model at the
+output names as its own; each file written beside the output is named on stderr.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import optional_import
+
+from nncodecs.errors import CorruptDataError
+
+
+def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "nncodecs", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )  # noqa: S603
+
+
+def model_with_data_at(onnx: Any, folder: Path, location: str) -> Path:
+    """A model whose one initializer lies in the external file ``location``."""
+    from onnx import TensorProto, helper
+
+    w = np.random.default_rng(1).standard_normal(300).astype(np.float32)
+    data = folder / location
+    data.parent.mkdir(parents=True, exist_ok=True)
+    data.write_bytes(w.tobytes())
+    t = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=w.shape)
+    t.data_location = TensorProto.EXTERNAL
+    for k, v in (("location", location), ("offset", "0"), ("length", str(w.nbytes))):
+        entry = t.external_data.add()
+        entry.key, entry.value = k, v
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "w"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [300])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [300])],
+        initializer=[t],
+    )
+    path = folder / "m.onnx"
+    onnx.save(helper.make_model(graph), path)
+    return path
+
+
+HOSTILE = [".bashrc", ".bash_profile", "sub/.ssh/authorized_keys", "./.hidden", "a/../b.bin"]
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_compress_refuses_a_name_decompress_would_refuse(tmp_path: Path, name: str) -> None:
+    onnx = optional_import("onnx")
+    from nncodecs.formats import compress
+
+    src = model_with_data_at(onnx, tmp_path, name.replace("a/../", ""))
+    if "../" in name:  # (the graph states the '..' spelling itself)
+        model = onnx.load(str(src), load_external_data=False)
+        model.graph.initializer[0].external_data[0].value = name
+        (tmp_path / "a").mkdir()
+        onnx.save(model, src)
+    with pytest.raises(CorruptDataError, match="nncodecs would not write back"):
+        compress(src, tmp_path / "m.zarr")
+    assert not (tmp_path / "m.zarr").exists()
+
+
+def _older_container(onnx: Any, tmp_path: Path, name: str, monkeypatch: Any) -> Path:
+    """A container of a model with a dotted data name, as releases before the rule wrote."""
+    import nncodecs.formats.onnx as onnx_format
+    from nncodecs.formats import compress
+
+    src = tmp_path / "src"
+    model_with_data_at(onnx, src, name)
+    with monkeypatch.context() as m:
+        m.setattr(onnx_format, "check_external_name", lambda name: name)
+        compress(src / "m.onnx", tmp_path / "old.zarr")
+    return tmp_path / "old.zarr"
+
+
+@pytest.mark.parametrize("name", [".bashrc", "sub/.ssh/authorized_keys"])
+def test_an_older_container_never_writes_a_dotfile_beside_the_users_files(
+    tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    onnx = optional_import("onnx")
+    container = _older_container(onnx, tmp_path, name, monkeypatch)
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".bashrc").write_text("# mine\n")
+    for force in ([], ["--force"]):
+        r = _run("decompress", str(container), "-o", str(home / "model.onnx"), *force, cwd=tmp_path)
+        assert r.returncode != 0 and "new, empty directory" in r.stderr, r.stderr
+        assert sorted(p.name for p in home.iterdir()) == [".bashrc"]
+        assert (home / ".bashrc").read_text() == "# mine\n"
+    # Into a new, empty directory it restores, byte for byte, and names what it wrote.
+    r = _run("decompress", str(container), "-o", str(tmp_path / "new" / "model.onnx"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "new" / name).read_bytes() == (tmp_path / "src" / name).read_bytes()
+    assert f"also wrote {tmp_path / 'new' / name}" in r.stderr
+
+
+def test_no_link_on_the_way_and_no_user_file_replaced(tmp_path: Path) -> None:
+    onnx = optional_import("onnx")
+    from nncodecs.formats import compress, decompress
+
+    model_with_data_at(onnx, tmp_path / "src", "sub/w.bin")
+    compress(tmp_path / "src" / "m.onnx", tmp_path / "m.zarr")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "sub").symlink_to(elsewhere)
+    with pytest.raises(CorruptDataError, match="is a link"):
+        decompress(tmp_path / "m.zarr", out / "m.onnx")
+    assert not any(elsewhere.iterdir()) and not (out / "m.onnx").exists()
+    (out / "sub").unlink()
+    (out / "sub").mkdir()
+    (out / "sub" / "w.bin").write_bytes(b"the user's own")
+    # --force replaces the output, never a file the model at the output does not name
+    for force in (False, True):
+        with pytest.raises(FileExistsError, match="w.bin"):
+            decompress(tmp_path / "m.zarr", out / "m.onnx", force=force)
+        assert (out / "sub" / "w.bin").read_bytes() == b"the user's own"
+        assert not (out / "m.onnx").exists()
+
+
+def test_a_force_rerun_replaces_the_models_own_data(tmp_path: Path) -> None:
+    onnx = optional_import("onnx")
+    from nncodecs.formats import compress, decompress
+
+    src = model_with_data_at(onnx, tmp_path / "src", "w.bin")
+    compress(src, tmp_path / "m.zarr")
+    out = tmp_path / "out" / "m.onnx"
+    beside: list[Path] = []
+    decompress(tmp_path / "m.zarr", out, beside=beside)
+    assert beside == [out.parent / "w.bin"]
+    (out.parent / "w.bin").write_bytes(b"damaged")
+    with pytest.raises(FileExistsError):
+        decompress(tmp_path / "m.zarr", out)
+    decompress(tmp_path / "m.zarr", out, force=True)  # the model at out names w.bin: a re-run
+    assert (out.parent / "w.bin").read_bytes() == (tmp_path / "src" / "w.bin").read_bytes()
