@@ -30,7 +30,7 @@ def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
         capture_output=True,
         text=True,
         timeout=300,
-    )  # noqa: S603
+    )
 
 
 def model_with_data_at(onnx: Any, folder: Path, location: str) -> Path:
@@ -130,7 +130,7 @@ def test_no_link_on_the_way_and_no_user_file_replaced(tmp_path: Path) -> None:
     (out / "sub" / "w.bin").write_bytes(b"the user's own")
     # --force replaces the output, never a file the model at the output does not name
     for force in (False, True):
-        with pytest.raises(FileExistsError, match="w.bin"):
+        with pytest.raises(FileExistsError, match=r"w\.bin"):
             decompress(tmp_path / "m.zarr", out / "m.onnx", force=force)
         assert (out / "sub" / "w.bin").read_bytes() == b"the user's own"
         assert not (out / "m.onnx").exists()
