@@ -17,7 +17,8 @@ create beside an output ``NAME`` are, and are only:
 A run removes the temporaries of processes that no longer exist before it
 writes. An existing output is replaced only when the caller says so
 (``force`` / ``overwrite``), and a directory only when it is an nncodecs
-container: nothing else is ever deleted.
+container holding nothing but its own documents and chunks (and these
+temporaries): nothing else is ever deleted.
 
 This module sits below every other one: it knows paths, not tensors.
 """
@@ -40,6 +41,7 @@ __all__ = [
     "OutputLock",
     "atomic_output",
     "check_output",
+    "foreign_entries",
     "is_container_dir",
     "is_url",
     "lock_path",
@@ -130,6 +132,60 @@ def is_container_dir(path: Path) -> bool:
         return False
 
 
+#: nncodecs' own names inside or beside a container: a writer's temporary, a replace's
+#: ``.old`` and a lock (the module's docstring).
+_OWN = re.compile(r"^\..+\.nncodecs(?:-\d+\.(?:tmp|old)|\.lock)$")
+
+
+def _node_type(folder: Path) -> Any:
+    """The ``node_type`` of a folder's ``zarr.json`` (``None``: no readable document)."""
+    meta = folder / "zarr.json"
+    if meta.is_symlink() or not meta.is_file():
+        return None
+    try:
+        with meta.open("rb") as f:
+            doc = json.loads(f.read(_META_CAP))
+    except (OSError, ValueError):
+        return None
+    return doc.get("node_type") if isinstance(doc, dict) else None
+
+
+def foreign_entries(path: Path, limit: int = 5) -> list[str]:
+    """What a container directory holds that is not the container's (at most ``limit``
+    entries, relative): anything but the Zarr documents of its nodes, the chunk keys of
+    its arrays (``c/`` and digits) and nncodecs' own temporary and lock names. A
+    ``--force`` replaces a directory only when this is empty: a user's file or a
+    ``.git`` there is named in the refusal, never deleted."""
+    found: list[str] = []
+
+    def chunks(folder: Path, rel: str) -> None:
+        for entry in sorted(folder.iterdir()):
+            name = f"{rel}{entry.name}"
+            if len(found) >= limit or _OWN.match(entry.name):
+                continue
+            if not entry.name.isdigit() or entry.is_symlink():
+                found.append(name)
+            elif entry.is_dir():
+                chunks(entry, name + "/")
+
+    def walk(folder: Path, rel: str, kind: Any) -> None:
+        for entry in sorted(folder.iterdir()):
+            name = f"{rel}{entry.name}"
+            if len(found) >= limit or entry.name == "zarr.json" or _OWN.match(entry.name):
+                continue
+            if entry.is_symlink() or not entry.is_dir():
+                found.append(name)
+            elif kind == "array" and entry.name == "c":
+                chunks(entry, name + "/")
+            elif kind == "group" and _node_type(entry) in ("group", "array"):
+                walk(entry, name + "/", _node_type(entry))
+            else:
+                found.append(name + "/")
+
+    walk(path, "", "group")
+    return found
+
+
 #: What an existing output's error tells the user (the command's flag, the API's keyword).
 _REPLACE = "use --force (overwrite=True) to replace it"
 
@@ -160,6 +216,12 @@ def check_output(target: Path, force: bool = False, inputs: tuple[Path, ...] = (
             raise FileExistsError(
                 f"{target}: a directory that is not an nncodecs container: not replaced, "
                 "even with --force (overwrite=True)"
+            )
+        foreign = foreign_entries(target)
+        if foreign:
+            raise FileExistsError(
+                f"{target}: holds {', '.join(foreign)}, which the container does not: "
+                "not replaced, even with --force (overwrite=True)"
             )
         return
     if target.exists() and not force:

@@ -24,7 +24,7 @@ from nncodecs.container import delta, docs, encoding, layout
 from nncodecs.container.references import recorded_location, resolve_reference
 from nncodecs.errors import CorruptDataError, ReferenceProblemError
 
-__all__ = ["DeltaWrites", "against", "delta_objects"]
+__all__ = ["DeltaWrites", "against", "delta_objects", "not_on_a_chain"]
 
 _WEIGHTS_CODECS = ("auto", "rans", "huffman")
 
@@ -76,7 +76,7 @@ class DeltaWrites:
         for ref in self._refs:
             if _same_place(target, ref.target):
                 raise ValueError(f"{target}: a container cannot be its own reference")
-        _not_on_a_chain(target, refs)
+        not_on_a_chain(target, refs)
         self._more: list[_Ref] = []  # (the containers duplicates were followed to)
         self._target = target
         self._index = None if dedup else {}
@@ -252,7 +252,7 @@ def delta_objects(
     return objects, delta.delta_doc(doc, tensor_doc, transform, where)
 
 
-def _not_on_a_chain(target: Any, refs: list[Any]) -> None:
+def not_on_a_chain(target: Any, refs: list[Any]) -> None:
     """Refuse to write ``target`` where a reference's chain (its references, theirs, and
     the places its duplicates lead) passes through it: written over, it would leave
     both unreadable."""

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from nncodecs.container import Reader
+from nncodecs.container.delta_writes import not_on_a_chain
 from nncodecs.container.gcpause import collector_paused
 from nncodecs.errors import CorruptDataError
 from nncodecs.formats.detect import EXACT_FORMATS, WRITE_FORMATS
@@ -125,6 +126,8 @@ def decompress(
         directory = records is not None and r.metadata.get("source.layout") == "directory"
         local = local_output(container)
         inputs = (local,) if local is not None else ()
+        # (never over a container the input is stored against: both would be lost)
+        not_on_a_chain(out, [container])
         # (before the output exists: what was there decides which external files may go)
         fresh = not out.parent.exists() or not any(out.parent.iterdir())
         owned = owned_external(out) if fmt == "onnx" and force else set()
