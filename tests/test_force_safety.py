@@ -56,7 +56,7 @@ def test_only_a_container_of_nothing_but_its_own_entries_is_replaced(tmp_path: P
     fake.mkdir()
     (fake / "zarr.json").write_text((box / "zarr.json").read_text())
     (fake / "thesis.tex").write_text("years of work")
-    with pytest.raises(FileExistsError, match="thesis.tex"):
+    with pytest.raises(FileExistsError, match=r"thesis\.tex"):
         check_output(fake, force=True)
     assert (fake / "thesis.tex").exists()
 
