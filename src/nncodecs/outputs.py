@@ -46,6 +46,7 @@ __all__ = [
     "is_url",
     "lock_path",
     "made_parents",
+    "own_name",
     "publish",
     "remove_stale",
     "temp_path",
@@ -135,6 +136,12 @@ def is_container_dir(path: Path) -> bool:
 #: nncodecs' own names inside or beside a container: a writer's temporary, a replace's
 #: ``.old`` and a lock (the module's docstring).
 _OWN = re.compile(r"^\..+\.nncodecs(?:-\d+\.(?:tmp|old)|\.lock)$")
+
+
+def own_name(name: str) -> bool:
+    """Whether a file name is one nncodecs itself creates beside an output (a
+    temporary or a lock): never a user's file, never taken in as a kept file."""
+    return _OWN.match(name) is not None
 
 
 def _node_type(folder: Path) -> Any:

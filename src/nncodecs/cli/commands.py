@@ -15,13 +15,15 @@ __all__ = ["cmd_compress", "cmd_convert", "cmd_decompress", "cmd_merge", "cmd_ve
 
 def cmd_compress(args: argparse.Namespace) -> int:
     from nncodecs.formats import compress
+    from nncodecs.formats.paths import default_container
 
     src = Path(args.input)
     if args.max_chain is not None and not args.reference:
         raise ValueError("--max-chain bounds chains of references: give --reference too")
     if args.dask is not None:
         return _compress_dask(args, src)
-    out = args.output or str(src.with_name(src.name + ".zarr.zip"))
+    # (beside the input, and beside the folder an index file stands for: never inside it)
+    out = args.output or str(default_container(src))
     bar = ProgressBar("compress", args.quiet)
     fmt = compress(
         src,

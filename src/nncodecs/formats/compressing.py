@@ -13,7 +13,7 @@ from nncodecs.container.gcpause import collector_paused
 from nncodecs.formats.detect import detect_format
 from nncodecs.formats.digests import hash_ahead
 from nncodecs.formats.malloc import use_one_malloc_arena
-from nncodecs.formats.paths import check_container_name, local_output
+from nncodecs.formats.paths import check_container_name, input_root, local_output
 from nncodecs.formats.source import KEPT, ORDER, TIED, Progress
 from nncodecs.formats.sources import open_source
 from nncodecs.formats.spliced import keep_gaps_apart
@@ -53,7 +53,7 @@ def compress(
     local = local_output(target)
     if local is not None:
         check_container_name(local)
-        check_output(local, force, inputs=(source,))
+        check_output(local, force, inputs=(source, input_root(source)))
     kwargs: dict[str, Any] = {"codec": codec, "threads": threads}
     if chunk_bytes:
         kwargs["chunk_bytes"] = chunk_bytes

@@ -16,6 +16,8 @@ __all__ = [
     "READ_ONLY_SUFFIXES",
     "check_container_name",
     "check_model_file_name",
+    "default_container",
+    "input_root",
     "inside",
     "local_output",
     "plain_name",
@@ -53,6 +55,22 @@ def inside(path: Path, root: Path) -> Path:
     if not any(real == a or a in real.parents for a in allowed):
         raise ValueError(f"{path}: a link to {real}, outside the input directory {root}: refused")
     return path
+
+
+def input_root(source: Path) -> Path:
+    """What an input stands for on disk: a directory, or the directory an index file
+    (``model.safetensors.index.json``) stands for, or the file itself. No output lies
+    inside it."""
+    if source.is_file() and source.name.endswith(".index.json"):
+        return source.parent
+    return source
+
+
+def default_container(source: Path) -> Path:
+    """The container ``compress`` writes when not told: ``NAME.zarr.zip`` beside the
+    input (beside the folder an index file stands for, never inside it)."""
+    root = input_root(source)
+    return root.with_name(root.name + ".zarr.zip")
 
 
 def local_output(target: Any) -> Path | None:

@@ -17,6 +17,7 @@ from nncodecs.formats.digests import ReadDigest, file_digests
 from nncodecs.formats.paths import inside, plain_name
 from nncodecs.formats.safetensors import SafetensorsFile
 from nncodecs.formats.source import FileRows, Source, Tensor
+from nncodecs.outputs import own_name
 
 __all__ = ["MAX_GAP_BYTES", "SafetensorsSource", "safetensors_files"]
 
@@ -118,7 +119,7 @@ class SafetensorsSource(Source):
                 if name in dirs:
                     continue
                 rel = path.relative_to(root).as_posix()
-                if rel in skip:
+                if rel in skip or own_name(name):  # (never a temporary or lock of nncodecs)
                     continue
                 if not path.is_file():  # (a FIFO, a socket, a device: not a file to keep)
                     raise ValueError(f"{path}: not a regular file: nothing was written")
