@@ -102,7 +102,7 @@ def cmd_decompress(args: argparse.Namespace) -> int:
 def cmd_verify(args: argparse.Namespace) -> int:
     from nncodecs import Reader
     from nncodecs.errors import CorruptDataError
-    from nncodecs.formats.source import named_order
+    from nncodecs.formats.source import KEPT, named_order
     from nncodecs.formats.spliced import check_spliced, has_places
 
     with Reader(args.input, references=args.reference) as r:
@@ -110,6 +110,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
         fmt = r.metadata.get("source.format", "")
         # (a GGUF, ONNX or torch source: restored into its digests, nothing written)
         exact = check_spliced(r, fmt) if has_places(r.metadata, fmt) else 0
+        kept = r.metadata.get(KEPT)  # (the kept files the source had: all must be there)
+        if kept is not None and kept != str(len(r.files())):
+            raise CorruptDataError(
+                f"{args.input}: {len(r.files())} kept files, but the source had {kept}"
+            )
         count = source_count(r.metadata)
         order, tied = named_order(r)  # (a tied tensor is stored once, under its first name)
         if count is not None and count != len(order):

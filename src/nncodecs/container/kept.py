@@ -82,7 +82,28 @@ def kept_entries(
         if not (isinstance(own, dict) and own.get("file") == name):
             raise CorruptDataError(f"kept file {name!r}: its array at {node!r} is another's")
         out[kept_key(name)] = (own, load, doc, node)
+    _no_orphans(set(files.values()), docs, group)
     return out
+
+
+def _no_orphans(recorded: set[Any], docs: dict[str, Any] | None, group: Any) -> None:
+    """A kept file's array whose record is gone is a damaged container, not a file to
+    drop: its record was removed (and the count edited with it, perhaps)."""
+    if docs is not None:
+        present = {k for k, d in docs.items() if _NODE.fullmatch(k) and isinstance(d, dict)}
+    else:
+        try:
+            files = group[FILES_NODE]
+        except KeyError:
+            return
+        present = {f"{FILES_NODE}/{k}" for k in files.array_keys()}
+        present = {k for k in present if _NODE.fullmatch(k)}
+    orphans = sorted(present - recorded)
+    if orphans:
+        raise CorruptDataError(
+            f"kept file array {orphans[0]!r} has no record in the container's root "
+            f"({len(orphans)} such): the record of its kept files is damaged"
+        )
 
 
 def clashes(name: str, names: Any) -> str | None:
