@@ -391,6 +391,37 @@ def test_mirroring_a_snapshot_follows_no_link_outside(tmp_path: Path) -> None:
     assert sorted(os.listdir(tmp_path)) == ["secret.txt", "snap"]
 
 
+@pytest.mark.parametrize("kind", ["fifo", "socket", "dangling-link", "dir-link"])
+def test_mirroring_a_snapshot_refuses_what_compress_refuses(tmp_path: Path, kind: str) -> None:
+    """(issue 36, N8) snapshot_to_containers once skipped these silently: the mirror then
+    lacked a file of the snapshot, with no word."""
+    import socket
+
+    from nncodecs.integrations.transformers import snapshot_to_containers
+
+    snap = tmp_path / "snap"
+    snap.mkdir()
+    small_model(snap / "model.safetensors")
+    (snap / "sub").mkdir()
+    odd = snap / "odd"
+    if kind == "fifo":
+        os.mkfifo(odd)
+    elif kind == "socket":
+        sock = socket.socket(socket.AF_UNIX)
+        sock.bind(str(odd))
+        sock.close()
+    elif kind == "dangling-link":
+        odd.symlink_to("gone.txt")
+    else:
+        odd.symlink_to("sub")
+    match = "a link to a directory" if kind == "dir-link" else "not a regular file"
+    with pytest.raises(ValueError, match=match):
+        snapshot_to_containers(snap, tmp_path / "mirror")
+    assert not (tmp_path / "mirror").exists()
+    r = run("compress", str(snap), "-o", "m.zarr.zip", "-q", cwd=tmp_path)  # (compress alike)
+    assert r.returncode != 0 and match in r.stderr, r.stderr
+
+
 def test_merge_of_different_files_restores_both(tmp_path: Path) -> None:
     a = small_model(tmp_path / "a.safetensors", seed=1, prefix="x.")
     b = small_model(tmp_path / "b.safetensors", seed=2, prefix="y.")

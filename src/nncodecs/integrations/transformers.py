@@ -25,8 +25,10 @@ def _mirror(source: Path, out: Path, convert: Any, force: bool = False) -> Path:
     True, or returns False and the file is copied as it is.
 
     A link is followed only where it leads inside ``source`` (or into the same
-    Hugging Face cache repository's ``blobs/``); the copy appears at ``out``
-    only once complete, and an existing ``out`` is refused unless ``force``.
+    Hugging Face cache repository's ``blobs/``), and never to a directory; what is
+    not a regular file (a FIFO, a socket, a dangling link) is refused, as compress
+    refuses it, never skipped; the copy appears at ``out`` only once complete, and
+    an existing ``out`` is refused unless ``force``.
     """
     if not source.is_dir():
         raise NotADirectoryError(f"{source}: not a directory")
@@ -34,8 +36,13 @@ def _mirror(source: Path, out: Path, convert: Any, force: bool = False) -> Path:
         for file in sorted(source.rglob("*")):
             if file.is_symlink():
                 inside(file, source)
-            if not file.is_file():
+                if file.is_dir():  # (as compress: its files would be lost, or taken twice)
+                    why = "a link to a directory, which nncodecs does not follow"
+                    raise ValueError(f"{file}: {why}: nothing was written")
+            elif file.is_dir():
                 continue
+            if not file.is_file():  # (a FIFO, a socket, a device, a dangling link: as compress)
+                raise ValueError(f"{file}: not a regular file: nothing was written")
             target = tmp / file.relative_to(source)
             target.parent.mkdir(parents=True, exist_ok=True)
             if not convert(file, target):
