@@ -89,7 +89,27 @@ class NpzSource(Source):
             self._npz.close()
 
 
+def _entry_name(name: str) -> str:
+    """A tensor's name as an npz entry (``NAME.npy``): refused where a zip tool would
+    write it elsewhere than inside its folder (``../x``, ``/abs``, a backslash, NUL)."""
+    parts = name.split("/")
+    if (
+        not name
+        or name.startswith("/")
+        or "\\" in name
+        or "\0" in name
+        or any(p in ("", ".", "..") for p in parts)
+    ):
+        raise ValueError(
+            f"tensor {name!r}: not a safe npz entry name (an unzip would write it outside "
+            "its folder); write safetensors instead"
+        )
+    return name
+
+
 def write_npz(path: Path, arrays: Iterable[tuple[str, Any]]) -> None:
-    """An ``.npz`` of ``(name, array)`` pairs (NumPy writes it from a dict of them all)."""
+    """An ``.npz`` of ``(name, array)`` pairs (NumPy writes it from a dict of them all);
+    every name a safe entry name (:func:`_entry_name`), checked before a byte is written."""
+    named = {_entry_name(name): arr for name, arr in arrays}
     with path.open("wb") as f:
-        np.savez(f, **dict(arrays))
+        np.savez(f, **named)
