@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import gzip
 import struct
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -245,3 +248,30 @@ def test_corrupt_chunk_in_a_zarr_array_raises() -> None:
         _ = zarr.open_array(store, mode="r")[:]
     # The other chunk still reads.
     assert zarr.open_array(store, mode="r")[32:].tobytes() == w[32:].tobytes()
+
+
+def test_a_junk_chunk_index_is_refused_before_it_is_held(tmp_path: Path) -> None:
+    """(issue 36) A 40 MiB frame whose index claims 20 million constant chunks, one byte
+    too long: refused after a walk that holds nothing (it once reserved 1 GiB of chunk
+    records first). Measured in a fresh process by its peak resident size."""
+    chunks = 20_000_000
+    head = b"NNCF\x03\x01\x01\x00" + varint(chunks << 18)  # rans, no checksum, 1 plane, bytes
+    frame = head + b"\x01\x07" * chunks + b"!"
+    (tmp_path / "junk.bin").write_bytes(frame)
+    code = (
+        "import resource, sys\n"
+        "from nncodecs import NumcodecsRans, CorruptDataError\n"
+        f"data = open({str(tmp_path / 'junk.bin')!r}, 'rb').read()\n"
+        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "try:\n"
+        "    NumcodecsRans().decode(data)\n"
+        "except CorruptDataError as exc:\n"
+        "    assert 'after its last chunk' in str(exc), exc\n"
+        "else:\n"
+        "    sys.exit('decoded junk')\n"
+        "grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before\n"
+        "print(grown // 1024)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert int(r.stdout) < 100, f"peak grew by {r.stdout.strip()} MiB"

@@ -188,49 +188,68 @@ Status frame_info(const void* src, std::size_t src_len, std::uint64_t max_decode
     return fail(err, Status::corrupt, "a chunk index of %llu entries cannot fit %zu bytes",
                 static_cast<unsigned long long>(entries), src_len - pos),
            err->status;
-  info->chunks.clear();
-  info->chunks.reserve(entries);
-  for (unsigned j = 0; j < info->planes; ++j)
-    for (std::size_t c = 0; c < chunks; ++c) {
-      ChunkRef r{};
-      r.plane = j;
-      r.index = c;
-      r.symbols = chunk_symbols(n, c);
-      if (pos >= src_len) return fail(err, Status::corrupt, "truncated chunk index"), err->status;
-      const std::uint8_t mode = p[pos++];
-      if (mode > static_cast<std::uint8_t>(ChunkMode::zstd))
-        return fail(err, Status::corrupt, "plane %u chunk %zu: unknown mode %u", j, c, mode),
-               err->status;
-      r.mode = static_cast<ChunkMode>(mode);
-      if (r.mode == ChunkMode::constant) {
-        if (pos >= src_len) return fail(err, Status::corrupt, "truncated chunk index"), err->status;
-        r.value = p[pos++];
-      } else if (r.mode == ChunkMode::raw) {
-        r.length = r.symbols;
-      } else if (!get_varint(p, src_len, &pos, &r.length)) {
-        return fail(err, Status::corrupt, "plane %u chunk %zu: truncated payload length", j, c),
-               err->status;
-      }
-      info->chunks.push_back(r);
+  // Two passes over the index: the first checks it (every payload inside the frame,
+  // payloads and index filling it exactly) holding nothing, so that a junk frame
+  // claiming millions of chunks is refused before a byte is allocated for them;
+  // the second records the chunks.
+  const std::size_t index_at = pos;
+  std::uint64_t payloads = 0;
+  for (int pass = 0; pass < 2; ++pass) {
+    pos = index_at;
+    std::uint64_t offset = 0;  // (second pass: from the end of the index)
+    if (pass == 1) {
+      info->chunks.clear();
+      info->chunks.reserve(entries);
+      offset = info->header_len;
     }
-  info->header_len = pos;
-  std::uint64_t offset = pos;
-  for (ChunkRef& r : info->chunks) {
-    if (r.length > total - std::min<std::uint64_t>(offset, total))
-      return fail(err, Status::corrupt,
-                  "plane %u chunk %llu: payload of %llu bytes at offset %llu passes the frame end "
-                  "(%zu bytes)",
-                  r.plane, static_cast<unsigned long long>(r.index),
-                  static_cast<unsigned long long>(r.length),
-                  static_cast<unsigned long long>(offset), total),
-             err->status;
-    r.offset = offset;
-    offset += r.length;
+    for (unsigned j = 0; j < info->planes; ++j)
+      for (std::size_t c = 0; c < chunks; ++c) {
+        ChunkRef r{};
+        r.plane = j;
+        r.index = c;
+        r.symbols = chunk_symbols(n, c);
+        if (pos >= src_len)
+          return fail(err, Status::corrupt, "truncated chunk index"), err->status;
+        const std::uint8_t mode = p[pos++];
+        if (mode > static_cast<std::uint8_t>(ChunkMode::zstd))
+          return fail(err, Status::corrupt, "plane %u chunk %zu: unknown mode %u", j, c, mode),
+                 err->status;
+        r.mode = static_cast<ChunkMode>(mode);
+        if (r.mode == ChunkMode::constant) {
+          if (pos >= src_len)
+            return fail(err, Status::corrupt, "truncated chunk index"), err->status;
+          r.value = p[pos++];
+        } else if (r.mode == ChunkMode::raw) {
+          r.length = r.symbols;
+        } else if (!get_varint(p, src_len, &pos, &r.length)) {
+          return fail(err, Status::corrupt, "plane %u chunk %zu: truncated payload length", j,
+                      c),
+                 err->status;
+        }
+        if (pass == 0) {
+          // (the payloads follow the index, which ends at or after pos)
+          if (r.length > total - std::min<std::uint64_t>(pos, total) - payloads)
+            return fail(err, Status::corrupt,
+                        "plane %u chunk %llu: payload of %llu bytes passes the frame end (%zu "
+                        "bytes)",
+                        r.plane, static_cast<unsigned long long>(r.index),
+                        static_cast<unsigned long long>(r.length), total),
+                   err->status;
+          payloads += r.length;
+          continue;
+        }
+        r.offset = offset;
+        offset += r.length;
+        info->chunks.push_back(r);
+      }
+    if (pass == 0) {
+      info->header_len = pos;
+      if (pos + payloads != total)
+        return fail(err, Status::corrupt, "frame has %llu bytes after its last chunk",
+                    static_cast<unsigned long long>(total - pos - payloads)),
+               err->status;
+    }
   }
-  if (offset != total)
-    return fail(err, Status::corrupt, "frame has %llu bytes after its last chunk",
-                static_cast<unsigned long long>(total - offset)),
-           err->status;
   return Status::ok;
 }
 

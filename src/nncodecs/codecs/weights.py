@@ -65,7 +65,8 @@ __all__ = ["NumcodecsWeights", "Weights", "decode_weights", "encode_weights"]
 def _check_out_type(stated: Any, out_dtype: np.dtype, configured: Any) -> None:
     """A typed ``out`` is an expectation, like the codec's ``dtype``: a frame of another
     element type is corrupt for it. A byte buffer (uint8, int8, raw void) takes any frame,
-    and a frame of bytes (raw bytes encoded: uint8 or int8 elements) fills any ``out``."""
+    and a frame of bytes (raw bytes encoded: uint8 or int8 elements) fills any ``out``
+    (numcodecs' rule: raw bytes in, those bytes into an array of any type out)."""
     if configured is not None or dtype_name(normalize_dtype(stated)) in ("uint8", "int8"):
         return
     try:
