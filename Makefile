@@ -17,9 +17,11 @@ PIP_QUIET := --quiet --disable-pip-version-check
 BUILD_DEPS := "scikit-build-core>=0.10" "pybind11>=2.12" cmake ninja
 # nvidia-cuda-nvrtc-cu12: NVRTC without a GPU, to compile-check the shared rANS header.
 # distributed, s3fs and moto[server]: archiving on a LocalCluster into a real S3-compatible
-# server; nbclient, ipykernel and matplotlib: the notebooks, executed with their plots.
+# server (distributed pinned to a current release: when dask is newer than any distributed
+# on the index, pip otherwise falls back to distributed 2021.4.1, which fails to import);
+# nbclient, ipykernel and matplotlib: the notebooks, executed with their plots.
 TEST_DEPS := "pytest>=8" "hypothesis>=6" "ruff>=0.6" "import-linter>=2.1" fsspec scipy xarray "dask[array]" safetensors gguf onnx ztensor nvidia-cuda-nvrtc-cu12 \
-	distributed s3fs "moto[server]" nbclient nbval ipykernel matplotlib
+	"distributed>=2025.1" s3fs "moto[server]" nbclient nbval ipykernel matplotlib
 # What the package itself needs on Python 3.11: zarr 3.1.x, numcodecs 0.16.x.
 # ml_dtypes < 0.7: 0.7 with numpy 2.4 costs 0.6 s of every start-up (see pyproject.toml).
 RUNTIME_311 := "zarr>=3.1,<3.2" "numcodecs>=0.16,<0.17" "ml_dtypes>=0.5.4,<0.7" "numpy>=1.26" zstandard tqdm "filelock>=3.30" "isal>=1.6"
