@@ -42,6 +42,7 @@ __all__ = [
     "atomic_output",
     "check_output",
     "foreign_entries",
+    "is_chained",
     "is_container_dir",
     "is_url",
     "lock_path",
@@ -62,8 +63,17 @@ _TEMP = re.compile(r"^\.(?P<name>.+)\.nncodecs-(?P<pid>\d+)\.(?:tmp|old)$")
 
 
 def is_url(target: Any) -> bool:
-    """Whether ``target`` is a URL for fsspec (``s3://``, ``memory://``; not ``file://``)."""
-    return isinstance(target, str) and "://" in target and not target.startswith("file://")
+    """Whether ``target`` is a URL for fsspec (``s3://``, ``memory://``, a chained
+    ``zip::x.zip`` or ``simplecache::s3://...``; not ``file://``): never a local
+    file's name."""
+    if not isinstance(target, str):
+        return False
+    return ("://" in target and not target.startswith("file://")) or is_chained(target)
+
+
+def is_chained(target: Any) -> bool:
+    """Whether ``target`` is an fsspec chained URL (``zip::x.zip``, ``simplecache::s3://...``)."""
+    return isinstance(target, str) and "::" in target.split("://", 1)[0]
 
 
 def temp_path(target: Path, kind: str = "tmp", pid: int | None = None) -> Path:

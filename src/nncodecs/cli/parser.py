@@ -27,6 +27,15 @@ EXAMPLES = {
 }
 
 
+def container_input(arg: str) -> str:
+    """An input as given; ``zip::PATH`` (fsspec's chained spelling of a local zip
+    container) as ``PATH``: it opens as the zip it names, never as a file of that
+    literal name."""
+    if arg.startswith("zip::") and "://" not in arg[5:].removeprefix("file://"):
+        return arg[5:].removeprefix("file://")
+    return arg
+
+
 def _positive(text: str) -> int:
     try:
         value = int(text)
@@ -154,7 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
         "files and torch zip checkpoints byte-identical)",
         cmd_decompress,
     )
-    p.add_argument("input", help="the container")
+    p.add_argument("input", type=container_input, help="the container")
     p.add_argument("-o", "--output", help="where to (default: INPUT without .zarr.zip, with the "
                    "suffix of the format it is restored to)")  # fmt: skip
     p.add_argument(
@@ -166,16 +175,21 @@ def build_parser() -> argparse.ArgumentParser:
                    help=READ_REFERENCE_HELP)  # fmt: skip
 
     p = command("info", "list the tensors of a container or a model file", cmd_info)
-    p.add_argument("input", help="a container or a model file")
+    p.add_argument("input", type=container_input, help="a container or a model file")
     p.add_argument("--json", action="store_true", help="print JSON")
 
     p = command("verify", "decode everything and check every checksum", cmd_verify)
-    p.add_argument("input", help="the container")
+    p.add_argument("input", type=container_input, help="the container")
     p.add_argument("--reference", action="append", default=None, metavar="CONTAINER",
                    help=READ_REFERENCE_HELP)  # fmt: skip
 
     p = command("merge", "merge containers into one", cmd_merge)
-    p.add_argument("inputs", nargs="+", help="the containers (tensor names must not repeat)")
+    p.add_argument(
+        "inputs",
+        nargs="+",
+        type=container_input,
+        help="the containers (tensor names must not repeat)",
+    )
     p.add_argument("-o", "--output", required=True, help="the new container")
     p.add_argument("--reference", action="append", default=None, metavar="CONTAINER",
                    help=READ_REFERENCE_HELP)  # fmt: skip
@@ -189,7 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
         "container)",
         cmd_convert,
     )
-    p.add_argument("input", help="a model file or a container")
+    p.add_argument("input", type=container_input, help="a model file or a container")
     p.add_argument("-o", "--output", required=True, help="the output; its suffix picks the format")
     p.add_argument("--codec", default="auto", choices=CODECS, help=CODEC_HELP + " (containers)")
     p.add_argument("--format", choices=list(dict.fromkeys(WRITE_FORMATS.values())), default=None,

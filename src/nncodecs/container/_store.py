@@ -20,7 +20,7 @@ from zarr.storage import LocalStore, WrapperStore, ZipStore
 from nncodecs.container import storage, zarr_docs
 from nncodecs.container.files import ContainerFiles, check_zip, is_zip_target
 from nncodecs.errors import CorruptDataError, NotAContainerError
-from nncodecs.outputs import is_url
+from nncodecs.outputs import is_chained, is_url
 
 __all__ = ["CheckedStore", "describe_target", "files_of", "open_store", "zarr_store"]
 
@@ -38,6 +38,21 @@ def local_path(target: Any) -> Path | None:
     )
 
 
+def _chained(target: str, mode: str) -> str | None:
+    """A chained fsspec URL a container target may be: ``zip::PATH`` (a local zip
+    container: its path, read only). Anything else chained is refused by name, never
+    taken for a local file of that literal name."""
+    rest = target[len("zip::") :] if target.startswith("zip::") else None
+    if rest is not None and mode == "r" and not is_url(rest):
+        return rest.removeprefix("file://")
+    if mode != "r":
+        raise ValueError(
+            f"{target}: a chained URL (zip::, simplecache::) is not a target nncodecs writes: "
+            "name a local path (NAME.zarr.zip for a zip) or a plain URL (s3://bucket/model.zarr)"
+        )
+    return None
+
+
 def open_store(
     target: Any, mode: str, storage_options: dict[str, Any] | None = None
 ) -> tuple[Any, bool]:
@@ -51,6 +66,10 @@ def open_store(
     """
     if isinstance(target, Store):
         return target, False
+    if is_chained(target):
+        chained = _chained(target, mode)
+        if chained is not None:
+            return open_store(chained, mode, storage_options)
     if is_url(target):
         if str(target).rstrip("/").endswith(".zip"):
             raise ValueError(
