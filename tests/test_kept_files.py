@@ -4,6 +4,7 @@ the container alone."""
 
 from __future__ import annotations
 
+import filecmp
 import hashlib
 import json
 import os
@@ -278,3 +279,37 @@ def test_archive_keeps_a_snapshot_s_other_files(tmp_path: Path) -> None:
     decompress(tmp_path / "c.zarr", tmp_path / "back")
     for rel in ("model.safetensors", "config.json", "sub/tok.txt"):
         assert (tmp_path / "back" / rel).read_bytes() == (snap / rel).read_bytes(), rel
+
+
+def test_a_large_kept_file_restores_and_verifies_in_bounded_memory(tmp_path: Path) -> None:
+    """(issue 36, N2) Kept files were restored and verified whole in memory: a small
+    container holding a large kept file peaked at that file's size. They now stream a
+    window of chunks at a time, as tensors do. Peaks measured in fresh processes."""
+    snap = tmp_path / "snap"
+    snap.mkdir()
+    from nncodecs.formats.safetensors import write_safetensors
+
+    write_safetensors(snap / "model.safetensors", [("w", np.ones((4, 4), np.float32))])
+    size = 384 << 20
+    with (snap / "blob.bin").open("wb") as f:  # (incompressible: stored as it is)
+        for i in range(size >> 24):
+            f.write(np.random.default_rng(i).integers(0, 256, 1 << 24, np.uint8).tobytes())
+    assert run("compress", "snap", "-o", "s.zarr", "-q", cwd=tmp_path).returncode == 0
+    peaks = {}
+    for cmd in (("verify", "s.zarr", "-q"), ("decompress", "s.zarr", "-o", "back", "-q")):
+        code = (
+            "import resource, sys, runpy\n"
+            f"sys.argv = ['nncodecs', *{list(cmd)!r}]\n"
+            "try:\n"
+            "    runpy.run_module('nncodecs', run_name='__main__')\n"
+            "except SystemExit as e:\n"
+            "    assert not e.code, e.code\n"
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)\n"
+        )
+        r = subprocess.run(
+            [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=600
+        )
+        assert r.returncode == 0, r.stderr
+        peaks[cmd[0]] = int(r.stdout.split()[-1])
+    assert filecmp.cmp(tmp_path / "back" / "blob.bin", snap / "blob.bin", shallow=False)
+    assert max(peaks.values()) < 250, f"peak MiB {peaks} for a {size >> 20} MiB kept file"

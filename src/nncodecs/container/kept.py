@@ -21,7 +21,15 @@ from typing import Any
 from nncodecs.container import zarr_docs
 from nncodecs.errors import CorruptDataError
 
-__all__ = ["FILES_NODE", "HIDDEN", "check_file_name", "clashes", "kept_entries", "kept_key"]
+__all__ = [
+    "FILES_NODE",
+    "HIDDEN",
+    "check_file_name",
+    "check_pieces",
+    "clashes",
+    "kept_entries",
+    "kept_key",
+]
 
 FILES_NODE = "_files"
 #: Kept files under this folder are nncodecs' own (a source's bytes around its tensors:
@@ -104,6 +112,14 @@ def _no_orphans(recorded: set[Any], docs: dict[str, Any] | None, group: Any) -> 
             f"kept file array {orphans[0]!r} has no record in the container's root "
             f"({len(orphans)} such): the record of its kept files is damaged"
         )
+
+
+def check_pieces(pieces: Any) -> None:
+    """Decode a kept file (its pieces, each checked as it is decoded) a window of chunks
+    at a time, holding none of it: a kept file of gigabytes verifies in the memory a
+    tensor of as many bytes takes."""
+    for _ in pieces:
+        pass
 
 
 def clashes(name: str, names: Any) -> str | None:

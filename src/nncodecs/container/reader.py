@@ -19,7 +19,7 @@ from nncodecs.container.decoding import read_on_device, read_weights, weights_pi
 from nncodecs.container.delta_reads import DeltaReads
 from nncodecs.container.files import Strict, local_target, open_local
 from nncodecs.container.gcpause import collector_paused
-from nncodecs.container.kept import HIDDEN, kept_key
+from nncodecs.container.kept import HIDDEN, check_pieces, kept_key
 from nncodecs.container.tensor_info import TensorInfo, info_from_doc, info_from_node
 from nncodecs.errors import CorruptDataError, raised_by_nncodecs
 from nncodecs.frame import set_threads
@@ -366,7 +366,7 @@ class Reader(DeltaReads):
         for name in self._order:
             self.read_tensor(name, check=True)
         for file in self.files(hidden=True):
-            self.read_tensor(kept_key(file), check=True)  # type: ignore[arg-type]
+            check_pieces(self.read_pieces(kept_key(file)))  # type: ignore[arg-type]
 
     def files(self, hidden: bool = False) -> list[str]:
         """The names of the files kept beside the tensors (``Writer.add_file``), in order;

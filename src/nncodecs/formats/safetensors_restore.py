@@ -111,7 +111,8 @@ def restore_safetensors(
 def _write_kept(r: Any, tmp: Path, taken: set[str]) -> None:
     """A snapshot directory's other files (config, tokenizer ...), kept in the container:
     names checked when read (relative, no ``..``), never over a restored weights file;
-    as many as the source had. Each is written from the decoded array (no second copy)."""
+    as many as the source had. Each is written a window of decoded chunks at a time, as a
+    tensor is: a kept file of gigabytes needs no more memory than a tensor of as many."""
     if str(len(r.files())) != r.metadata.get(KEPT, str(len(r.files()))):
         raise CorruptDataError(
             f"the container keeps {len(r.files())} files, its source had {r.metadata[KEPT]}"
@@ -119,10 +120,12 @@ def _write_kept(r: Any, tmp: Path, taken: set[str]) -> None:
     for name in r.files():
         if name in taken or name.split("/")[0] in taken:
             raise CorruptDataError(f"kept file {name!r} takes the place of a restored file")
-        path, data = tmp / name, r.read_tensor(kept_key(name), check=True)
+        path = tmp / name
         try:  # ("a" and "a/b" both kept: one cannot be written)
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(data)
+            with path.open("xb") as f:  # (a window of chunks at a time, as tensors are)
+                for piece in r.read_pieces(kept_key(name)):
+                    f.write(piece)
         except (FileExistsError, NotADirectoryError, IsADirectoryError) as exc:
             raise CorruptDataError(f"kept file {name!r} cannot be written ({exc})") from None
 
