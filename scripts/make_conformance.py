@@ -169,6 +169,16 @@ def accept_frames() -> Iterator[tuple[str, str, bytes]]:
     rowed = encode_frame(rows.view(np.uint8).reshape(-1), row_length=256, **fs)
     yield "weights-rows-version-3", "weights", rowed
     yield "frame-rows-version-2", "frame", to_old_version(rowed)
+    # Version 4 (issue 36): big-endian elements, their order recorded (and the
+    # whole-input kind's element byte with it)
+    coded = {**settings, "coder": "rans"}
+    yield (
+        "weights-big-endian-version-4",
+        "weights",
+        encode_weights(_weights(">f4", 70_000, 7), coded),
+    )
+    small = _weights(">f8", 40, 8)
+    yield "weights-big-endian-whole-zstd", "weights", encode_weights(small, settings)
 
 
 def accept_containers(work: Path) -> Iterator[tuple[str, str, bytes]]:
@@ -490,6 +500,27 @@ def reject_findings(accepted: dict[str, tuple[str, bytes]]) -> Iterator[tuple[st
                 _zip_edit(mx, member, lambda b: b.replace(b'"zarr_format":3', b'"zarr_format":2')),
             )
     yield "model-safetensors-header-nested-deep", "model", struct.pack("<Q", len(deep)) + deep
+    # (issue 36) the byte-order bit where it cannot be: in version 3, on one-byte
+    # elements, or flipped under the checksum that covers it
+    _, v4 = accepted["weights-big-endian-version-4"]
+    yield "weights-big-endian-version-4-as-version-3", "weights", v4[:4] + b"\x03" + v4[5:]
+    yield (
+        "weights-big-endian-version-4-order-flipped",
+        "weights",
+        v4[:7] + bytes([v4[7] ^ 0x40]) + v4[8:],
+    )
+    _, one = accepted["frame-constant-chunks"]
+    yield (
+        "frame-version-4-big-endian-bytes",
+        "frame",
+        one[:4] + b"\x04" + one[5:7] + bytes([one[7] | 0x40]) + one[8:],
+    )
+    _, whole = accepted["weights-big-endian-whole-zstd"]
+    yield (
+        "weights-big-endian-whole-zstd-code-past-table",
+        "weights",
+        whole[:4] + bytes([whole[4] | 0x3F]) + whole[5:],
+    )
     yield from _npz_findings()
     if "model-gguf" in accepted:
         _, gg = accepted["model-gguf"]
