@@ -22,6 +22,7 @@ import numpy as np
 from nncodecs.container import delta, layout
 from nncodecs.container.arrays import convert
 from nncodecs.container.declared import Declared, declared, doc_dtype
+from nncodecs.container.delta_slices import DeltaArray
 from nncodecs.container.files import local_target
 from nncodecs.container.references import allowed_references, resolve_reference
 from nncodecs.container.zarr_docs import array_from_doc
@@ -33,49 +34,6 @@ __all__ = ["DeltaArray", "DeltaReads"]
 #: Deepest chain a Reader follows (a container's own bound is its writer's max_chain;
 #: this stops a forged or cyclic one).
 MAX_FOLLOW = delta.MAX_FOLLOW
-
-
-class DeltaArray:
-    """A delta tensor sliced as a NumPy-style array: ``a[i:j]`` decodes the chunks of
-    its coded bits and of its reference that hold rows ``i:j``, no others."""
-
-    def __init__(
-        self, coded: Any, reference: Any, transform: str, dtype: np.dtype, fail: Any,
-        crc: int | None = None,
-    ) -> None:  # fmt: skip
-        self._coded, self._ref, self._transform, self._fail = coded, reference, transform, fail
-        self._crc = crc
-        self.dtype, self.shape = np.dtype(dtype), tuple(coded.shape)
-        self.ndim, self.chunks = len(self.shape), tuple(coded.chunks)
-
-    @property
-    def size(self) -> int:
-        return math.prod(self.shape)
-
-    @property
-    def nbytes(self) -> int:
-        return self.size * self.dtype.itemsize
-
-    def __len__(self) -> int:
-        return self.shape[0]
-
-    def __getitem__(self, index: Any) -> np.ndarray:
-        coded = np.array(self._coded[index], copy=True)
-        try:
-            base = np.asarray(self._ref[index])
-        except ReferenceProblemError:
-            raise
-        except (CorruptDataError, OSError) as exc:
-            raise self._fail(f"its reference is unreadable there: {exc}") from None
-        out = delta.inverse(self._transform, coded, base).view(self.dtype)
-        whole = self._crc is not None and _whole(index, self.shape)
-        if whole and delta.crc32c(np.ascontiguousarray(out)) != self._crc:
-            raise self._fail("its bits differ from the CRC32C recorded at write")
-        return out
-
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        out = self[...]
-        return out if dtype is None else out.astype(dtype)
 
 
 class DeltaReads:
@@ -288,9 +246,9 @@ class DeltaReads:
             raise
         except (CorruptDataError, OSError) as exc:
             raise self._fail(name, f"its reference {tensor!r} is unreadable: {exc}") from None
-        crc = member.attrs.get("crc32c")
+        crc, chunk_crcs = member.attrs.get("crc32c"), member.attrs.get("chunk_crc32c")
         return DeltaArray(coded, base, config["transform"], doc_dtype(config["doc"]),
-                          lambda why: self._fail(name, why), crc)  # fmt: skip
+                          lambda why: self._fail(name, why), crc, chunk_crcs)  # fmt: skip
 
     def _delta_to_device(self, name: str, to: str, device: str) -> Any:
         from nncodecs.codecs.device import host_to_device
@@ -317,27 +275,6 @@ class DeltaReads:
                     "depth": depth,
                 }
         return out
-
-
-def _whole(index: Any, shape: tuple[int, ...]) -> bool:
-    """Whether ``index`` selects a whole array of ``shape`` in order (``[...]``, ``[:]``,
-    ``[0:n]``): a slice its CRC32C record checks."""
-    idx = index if isinstance(index, tuple) else (index,)
-    dots = [k for k, i in enumerate(idx) if i is Ellipsis]
-    if len(dots) > 1:
-        return False
-    if dots:
-        at = dots[0]
-        idx = idx[:at] + (slice(None),) * (len(shape) - len(idx) + 1) + idx[at + 1 :]
-    if len(idx) > len(shape):
-        return False
-    for i, dim in zip(idx, shape, strict=False):
-        if isinstance(i, slice):
-            if i.indices(dim) != (0, dim, 1):
-                return False
-        elif not (isinstance(i, int | np.integer) and dim == 1 and int(i) in (0, -1)):
-            return False
-    return True
 
 
 def _place(target: Any) -> str:

@@ -26,7 +26,7 @@ from nncodecs.container import zarr_docs
 from nncodecs.container.kept import kept_entries
 from nncodecs.container.names import escape, legacy_escape, unescape
 from nncodecs.errors import CorruptDataError, NNCodecsError, NotAContainerError
-from nncodecs.outputs import CONTAINER_FORMAT
+from nncodecs.output_names import CONTAINER_FORMAT
 
 __all__ = [
     "ATTRS_KEY",
