@@ -151,3 +151,46 @@ def test_a_force_rerun_replaces_the_models_own_data(tmp_path: Path) -> None:
         decompress(tmp_path / "m.zarr", out)
     decompress(tmp_path / "m.zarr", out, force=True)  # the model at out names w.bin: a re-run
     assert (out.parent / "w.bin").read_bytes() == (tmp_path / "src" / "w.bin").read_bytes()
+
+
+@pytest.mark.parametrize("one_file", [True, False])
+def test_the_wire_walk_lists_what_onnx_lists(tmp_path: Path, one_file: bool) -> None:
+    """decompress reads the external names a model's graph gives by the wire walk alone
+    (no protobuf objects: a model of millions of nodes); it lists what onnx lists."""
+    onnx = optional_import("onnx")
+    from onnx import TensorProto, external_data_helper, helper, numpy_helper
+
+    from nncodecs.formats.onnx_wire import external_locations
+
+    big = numpy_helper.from_array(np.arange(512, dtype=np.float32), "big")
+    branch = helper.make_graph(
+        [helper.make_node("Constant", [], ["c"], value=big)],
+        "then",
+        [],
+        [helper.make_tensor_value_info("c", TensorProto.FLOAT, [512])],
+    )
+    node = helper.make_node("If", ["cond"], ["y"], then_branch=branch, else_branch=branch)
+    init = numpy_helper.from_array(np.ones((64, 32), np.float32), "w")
+    graph = helper.make_graph(
+        [node],
+        "g",
+        [helper.make_tensor_value_info("cond", TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [512])],
+        initializer=[init],
+    )
+    path = tmp_path / "m.onnx"
+    onnx.save(
+        helper.make_model(graph),
+        path,
+        save_as_external_data=True,
+        all_tensors_to_one_file=one_file,
+        location="m.data",
+        size_threshold=128,
+    )
+    model = onnx.load(str(path), load_external_data=False)
+    want = {
+        {e.key: e.value for e in t.external_data}["location"]
+        for t in external_data_helper._get_all_tensors(model)
+        if external_data_helper.uses_external_data(t)
+    }
+    assert want and external_locations(path.read_bytes()) == want

@@ -27,6 +27,7 @@ from typing import Any
 
 from nncodecs.errors import CorruptDataError
 from nncodecs.formats.digests import check_restored, file_digests
+from nncodecs.formats.onnx_wire import external_locations
 from nncodecs.formats.spliced import Place, record_gaps, splice, spliced_metadata
 from nncodecs.outputs import atomic_output
 
@@ -110,28 +111,21 @@ def owned_external(out: Path) -> set[str]:
     if not out.is_file() or out.is_symlink():
         return set()
     try:
-        return _graph_locations(out) or set()
+        return _graph_locations(out)
     except (CorruptDataError, OSError):
         return set()
 
 
-def _graph_locations(path: Path) -> set[str] | None:
-    """The external data files a restored model's graph names (normalised), read with
-    the onnx package; ``None`` where it is not installed."""
-    try:
-        import onnx
-        from onnx import external_data_helper
-    except ImportError:
-        return None
-    try:
-        model = onnx.load(str(path), load_external_data=False)
-    except Exception as exc:  # (protobuf's own errors)
-        raise CorruptDataError(f"the restored ONNX model does not parse ({exc})") from None
-    return {
-        posixpath.normpath({e.key: e.value for e in t.external_data}.get("location", ""))
-        for t in external_data_helper._get_all_tensors(model)
-        if external_data_helper.uses_external_data(t)
-    }
+def _graph_locations(path: Path) -> set[str]:
+    """The external data files a restored model's graph names (normalised), read by
+    the wire walk alone (``onnx_wire.external_locations``): no onnx package needed,
+    and a model of millions of nodes needs no more memory than its file."""
+    import numpy as np
+
+    if not path.stat().st_size:
+        raise CorruptDataError(f"{path}: an empty file, not an ONNX model")
+    raw = np.memmap(path, dtype=np.uint8, mode="r")
+    return {posixpath.normpath(x) for x in external_locations(memoryview(raw), str(path))}
 
 
 def restore_external(
@@ -170,9 +164,7 @@ def restore_external(
     if len(set(names)) != len(names) or any(b.startswith(a + "/") for a in names for b in names):
         raise CorruptDataError("the container's ONNX external records name a file twice")
     wanted = _graph_locations(model)
-    if wanted is None and files:
-        raise ValueError("restoring an ONNX model's external data needs the onnx package")
-    if wanted is not None and wanted != set(names):
+    if wanted != set(names):
         raise CorruptDataError(
             f"the model names the external data files {sorted(wanted)}, the container's "
             f"records {sorted(names)}"

@@ -17,7 +17,7 @@ from typing import Any
 
 from nncodecs.errors import CorruptDataError
 
-__all__ = ["raw_data_spans"]
+__all__ = ["external_locations", "raw_data_spans"]
 
 Span = tuple[int, int]  # (start, end) in the file
 _LEN, _VARINT, _I64, _I32, _GROUP_START, _GROUP_END = 2, 0, 1, 5, 3, 4
@@ -26,7 +26,9 @@ _MODEL_GRAPH = 7
 _GRAPH_NODE, _GRAPH_INITIALIZER = 1, 5
 _NODE_OP_TYPE, _NODE_ATTRIBUTE, _NODE_DOMAIN = 4, 5, 7
 _ATTR_NAME, _ATTR_T, _ATTR_G, _ATTR_GRAPHS, _ATTR_TYPE = 1, 5, 6, 11, 20
-_TENSOR_RAW_DATA, _TENSOR_DATA_LOCATION = 9, 14
+_TENSOR_RAW_DATA, _TENSOR_DATA_LOCATION, _TENSOR_EXTERNAL_DATA = 9, 14, 13
+_ATTR_TENSORS = 10
+_ENTRY_KEY, _ENTRY_VALUE = 1, 2
 _GRAPH, _GRAPHS = 5, 10  # AttributeProto.AttributeType
 _EXTERNAL = 1  # TensorProto.DataLocation
 
@@ -150,6 +152,57 @@ def _graph(wire: _Wire, span: Span, out: list[tuple[int, int] | None]) -> None:
             elif kinds == [_GRAPHS]:
                 for g in wire.one(attr, _ATTR_GRAPHS):
                     _graph(wire, g, out)
+
+
+def external_locations(buf: Any, name: str = "model") -> set[str]:
+    """The external data files a model's tensors name (``location``, as written: the
+    caller normalises), by the wire walk alone: initializers and every node
+    attribute's tensors, subgraphs included, as ``onnx.external_data_helper`` lists
+    them, without parsing the model into objects (a model of millions of nodes)."""
+    wire = _Wire(buf, name)
+    out: set[str] = set()
+    for graph in wire.one((0, len(buf)), _MODEL_GRAPH)[:1]:
+        _locations(wire, graph, out, 0)
+    return out
+
+
+def _locations(wire: _Wire, span: Span, out: set[str], depth: int) -> None:
+    if depth > 64:
+        raise wire.bad("subgraphs nested too deep")
+    for f, w, v in wire.fields(span):
+        if w != _LEN:
+            continue
+        if f == _GRAPH_INITIALIZER:
+            _location(wire, v, out)
+        elif f == _GRAPH_NODE:
+            for attr in wire.one(v, _NODE_ATTRIBUTE):
+                for af, aw, av in wire.fields(attr):
+                    if aw == _LEN and af in (_ATTR_T, _ATTR_TENSORS):
+                        _location(wire, av, out)
+                    elif aw == _LEN and af in (_ATTR_G, _ATTR_GRAPHS):
+                        _locations(wire, av, out, depth + 1)
+
+
+def _location(wire: _Wire, span: Span, out: set[str]) -> None:
+    external, entries = False, []
+    for f, w, v in wire.fields(span):
+        if f == _TENSOR_DATA_LOCATION and w == _VARINT:
+            external = v == _EXTERNAL
+        elif f == _TENSOR_EXTERNAL_DATA and w == _LEN:
+            entries.append(v)
+    if not external:
+        return
+    location = ""
+    for entry in entries:
+        key = value = ""
+        for f, w, v in wire.fields(entry):
+            if w == _LEN and f == _ENTRY_KEY:
+                key = wire.text(v)
+            elif w == _LEN and f == _ENTRY_VALUE:
+                value = wire.text(v)
+        if key == "location":
+            location = value
+    out.add(location)
 
 
 def _raw(wire: _Wire, span: Span) -> tuple[int, int] | None:
