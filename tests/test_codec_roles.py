@@ -134,6 +134,26 @@ def test_strings_void_and_raw_bytes_through_the_byte_coders() -> None:
             codec.encode(np.array(["a", 1], dtype=object))
 
 
+def test_weights_takes_dtypes_it_has_no_layout_for_as_their_bytes() -> None:
+    """(numcodecs' rule: any buffer) complex, strings, void: coded as their bytes."""
+    codec = NumcodecsWeights()
+    for arr in (
+        np.arange(12, dtype="<c8").reshape(3, 4, order="F"),
+        np.array(["ab", "c"]),
+        np.frombuffer(b"12345678", "V4"),
+        np.arange(6, dtype=">c16"),
+    ):
+        back = codec.decode(codec.encode(arr))
+        assert np.asarray(back).tobytes() == arr.tobytes(order="A"), arr.dtype
+    z = zarr.create_array(
+        {}, shape=(4, 3), chunks=(2, 3), dtype="c8", zarr_format=2, order="F", compressors=codec
+    )
+    z[:] = np.arange(12).reshape(4, 3) * (1 + 2j)
+    assert np.array_equal(z[:], np.arange(12).reshape(4, 3) * (1 + 2j))
+    with pytest.raises(TypeError, match="object"):
+        codec.encode(np.array([1, "a"], dtype=object))
+
+
 def test_raw_bytes_of_any_kind_for_a_dtype_codec() -> None:
     import array
 

@@ -75,3 +75,10 @@ def test_nncodecs_own_names_are_never_kept_files(tmp_path: Path) -> None:
     compress(index, tmp_path / "out.zarr.zip")
     with Reader(tmp_path / "out.zarr.zip") as rd:
         assert rd.files() == ["config.json"]
+
+
+def test_compress_dot_inside_the_folder_writes_beside_it(tmp_path: Path) -> None:
+    index = _sharded(tmp_path / "sharded")
+    r = _cli("compress", ".", "-q", cwd=index.parent)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "sharded.zarr.zip").is_file()

@@ -78,5 +78,12 @@ def test_a_swapped_reference_chunk_is_refused_by_a_slice(tmp_path: Path) -> None
             r["w"][0:10]
         with pytest.raises((CorruptDataError, ReferenceProblemError)):
             r.read_tensor("w")
+        # an index whose rows cannot be told (a mask of the whole array) checks every chunk
+        mask = np.zeros(step.shape, bool)
+        mask[20:30] = True
+        with pytest.raises((CorruptDataError, ReferenceProblemError), match="chunk 0"):
+            r["w"][mask]
+        with pytest.raises((CorruptDataError, ReferenceProblemError), match="chunk 0"):
+            r["w"][None, 130:140]
         # chunks the swap did not touch still read, and right
         assert np.array_equal(r["w"][130:140], step[130:140])

@@ -104,6 +104,14 @@ def test_an_older_container_never_writes_a_dotfile_beside_the_users_files(
         assert r.returncode != 0 and "new, empty directory" in r.stderr, r.stderr
         assert sorted(p.name for p in home.iterdir()) == [".bashrc"]
         assert (home / ".bashrc").read_text() == "# mine\n"
+    # "-o new/../model.onnx" is the same non-empty directory, not a new one
+    (home / "notes.txt").write_text("mine")
+    r = _run(
+        "decompress", str(container), "-o", str(home / "new" / ".." / "model.onnx"), cwd=tmp_path
+    )
+    assert r.returncode != 0 and "new, empty directory" in r.stderr, r.stderr
+    assert sorted(p.name for p in home.iterdir() if p.name != "new") == [".bashrc", "notes.txt"]
+    (home / "notes.txt").unlink()
     # Into a new, empty directory it restores, byte for byte, and names what it wrote.
     r = _run("decompress", str(container), "-o", str(tmp_path / "new" / "model.onnx"), cwd=tmp_path)
     assert r.returncode == 0, r.stderr
@@ -122,8 +130,9 @@ def test_no_link_on_the_way_and_no_user_file_replaced(tmp_path: Path) -> None:
     out = tmp_path / "out"
     out.mkdir()
     (out / "sub").symlink_to(elsewhere)
-    with pytest.raises(CorruptDataError, match="is a link"):
+    with pytest.raises(ValueError, match="is a link") as refused:
         decompress(tmp_path / "m.zarr", out / "m.onnx")
+    assert not isinstance(refused.value, CorruptDataError)  # (the user's folder, not the container)
     assert not any(elsewhere.iterdir()) and not (out / "m.onnx").exists()
     (out / "sub").unlink()
     (out / "sub").mkdir()

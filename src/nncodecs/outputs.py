@@ -72,7 +72,9 @@ def is_url(target: Any) -> bool:
 
 def is_chained(target: Any) -> bool:
     """Whether ``target`` is an fsspec chained URL (``zip::x.zip``, ``simplecache::s3://...``)."""
-    return isinstance(target, str) and "::" in target.split("://", 1)[0]
+    if not isinstance(target, str):
+        return False
+    return "::" in target.removeprefix("file://").split("://", 1)[0]
 
 
 def temp_path(target: Path, kind: str = "tmp", pid: int | None = None) -> Path:

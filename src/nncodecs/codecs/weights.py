@@ -42,7 +42,7 @@ from nncodecs.codecs._direct import DirectChunks
 from nncodecs.codecs._shell import DtypeFromArray, NumcodecsShell, ZarrShell
 from nncodecs.dtypes import dtype_name, normalize_dtype
 from nncodecs.errors import CorruptDataError
-from nncodecs.frame.buffers import as_array, in_memory_order, typed_input
+from nncodecs.frame.buffers import as_array, host_bytes, in_memory_order, typed_input
 from nncodecs.frame.params import WEIGHTS
 from nncodecs.frame.weights import (
     _NO_DTYPE,
@@ -106,7 +106,14 @@ class NumcodecsWeights(NumcodecsShell, Codec):
         backend = backend_for(buf)
         if backend is not None:  # CuPy / torch CUDA: the frame stays on the device
             return encode_weights_on_device(backend, buf, self._settings(), self.dtype)
-        arr = typed_input(buf, self.dtype, CODEC_ID)
+        try:
+            arr = typed_input(buf, self.dtype, CODEC_ID)
+        except TypeError:
+            if self.dtype is not None:
+                raise
+            # (a dtype the float layouts do not know, complex or strings: its bytes, as the
+            # byte coders code them; decoding gives them back, which Zarr views as its dtype)
+            arr = host_bytes(buf)
         # numcodecs' rule: the elements as they lie in memory (an F-ordered array's
         # transpose, so that its rows are rows of memory for the row shift)
         return encode_weights(in_memory_order(arr), self._settings(), self.threads)

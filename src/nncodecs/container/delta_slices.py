@@ -74,18 +74,21 @@ class DeltaArray:
 
     def __getitem__(self, index: Any) -> np.ndarray:
         if self._chunk_crcs is not None and self.ndim and self.size:
-            span = _row_span(index, self.shape[0], self.chunks[0])
-            if span is not None:
-                lo, hi, rest = span
-                block = self._decode(slice(lo, hi))
-                rows = self.chunks[0]
-                for c in range(lo // rows, -(-hi // rows)):
-                    part = block[c * rows - lo : min((c + 1) * rows, hi) - lo]
-                    if delta.crc32c(part) != self._chunk_crcs[c]:
-                        raise self._fail(
-                            f"chunk {c} of its bits differs from the CRC32C recorded at write"
-                        )
-                return block[rest]
+            # (an index whose rows cannot be told, a mask of the whole array: every chunk)
+            lo, hi, rest = _row_span(index, self.shape[0], self.chunks[0]) or (
+                0,
+                self.shape[0],
+                index,
+            )
+            block = self._decode(slice(lo, hi))
+            rows = self.chunks[0]
+            for c in range(lo // rows, -(-hi // rows)):
+                part = block[c * rows - lo : min((c + 1) * rows, hi) - lo]
+                if delta.crc32c(part) != self._chunk_crcs[c]:
+                    raise self._fail(
+                        f"chunk {c} of its bits differs from the CRC32C recorded at write"
+                    )
+            return block[rest]
         out = self._decode(index)
         whole = self._crc is not None and _whole(index, self.shape)
         if whole and delta.crc32c(np.ascontiguousarray(out)) != self._crc:
@@ -100,7 +103,8 @@ class DeltaArray:
 def _row_span(index: Any, n: int, rows: int) -> tuple[int, int, Any] | None:
     """(first, end) rows of the whole chunks holding the rows ``index`` selects along the
     first axis, and ``index`` rewritten for that block; ``None`` where it cannot be
-    told (a ``newaxis`` first), so the read goes unchecked by chunk."""
+    told (a ``newaxis`` first, a mask of more than one axis): the caller then decodes
+    and checks every chunk."""
     idx = index if isinstance(index, tuple) else (index,)
     if not idx or idx[0] is Ellipsis:
         return 0, n, index

@@ -99,6 +99,7 @@ def _entry_name(name: str) -> str:
         or "\\" in name
         or "\0" in name
         or any(p in ("", ".", "..") for p in parts)
+        or parts[0].endswith(":")  # (a drive, "C:", to an unzip on Windows)
     ):
         raise ValueError(
             f"tensor {name!r}: not a safe npz entry name (an unzip would write it outside "

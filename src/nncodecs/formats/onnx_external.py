@@ -91,18 +91,26 @@ def _target(out: Path, name: Any, fresh: bool) -> Path:
             ) from None
         normal = posixpath.normpath(name)
     parts = PurePosixPath(normal).parts
-    target = out.parent / Path(*parts)
-    root = out.parent.resolve()
-    step = out.parent
-    for part in parts:  # (no link on the way: a linked folder would lead elsewhere)
-        step = step / part
-        if step.is_symlink():
-            raise CorruptDataError(f"external file {name!r}: {step} is a link; nothing written")
-    if root not in target.parent.resolve().parents and target.parent.resolve() != root:
-        raise CorruptDataError(f"external file {name!r} would be written outside {out.parent}")
-    if target.resolve() == out.resolve():
+    target = out.parent / Path(*parts)  # (inside it: plain parts; links: _no_link_on_the_way)
+    if target == out or target.resolve() == out.resolve():
         raise CorruptDataError(f"external file {name!r} takes the model's own name")
     return target
+
+
+def _no_link_on_the_way(root: Path, target: Path, name: str) -> None:
+    """A link in the output's directory on the way to an external file (the user's
+    folder, not the container's fault): refused, nothing written."""
+    step = root
+    for part in target.relative_to(root).parts:
+        step = step / part
+        if step.is_symlink():
+            raise ValueError(
+                f"external file {name!r}: {step} is a link, which nncodecs does not write "
+                "through; nothing written"
+            )
+    inside = root.resolve()
+    if inside != target.parent.resolve() and inside not in target.parent.resolve().parents:
+        raise ValueError(f"external file {name!r} would be written outside {root}")
 
 
 def owned_external(out: Path) -> set[str]:
@@ -169,6 +177,8 @@ def restore_external(
             f"the model names the external data files {sorted(wanted)}, the container's "
             f"records {sorted(names)}"
         )
+    for (target, _), name in zip(files, names, strict=True):
+        _no_link_on_the_way(out.parent, target, name)
     owned = owned or set()
     for (target, _), name in zip(files, names, strict=True):
         if (target.exists() or target.is_symlink()) and not (force and name in owned):

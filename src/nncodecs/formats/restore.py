@@ -129,7 +129,9 @@ def decompress(
         # (never over a container the input is stored against: both would be lost)
         not_on_a_chain(out, [container])
         # (before the output exists: what was there decides which external files may go)
-        fresh = not out.parent.exists() or not any(out.parent.iterdir())
+        # (resolved: "-o new/../m.onnx" is not a new directory)
+        parent = out.parent.resolve()
+        fresh = not parent.exists() or not any(parent.iterdir())
         owned = owned_external(out) if fmt == "onnx" and force else set()
         with atomic_output(out, force, directory=directory, inputs=inputs) as tmp:
             if fmt in SPLICED:
