@@ -298,3 +298,12 @@ def check_backwards_compatibility(directory: Path, version: int | None = None) -
             assert again == enc, f"{meta_path.name}: encoding changed: the format must not change"
         count += 1
     return count
+
+
+def run_cli(*args: str, cwd: Any) -> Any:
+    """``python -m nncodecs ARGS`` in ``cwd``, as a user runs it: its completed process."""
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "nncodecs", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=600)  # fmt: skip

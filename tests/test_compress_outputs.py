@@ -11,12 +11,11 @@ nothing nncodecs creates is ever taken in as a kept file.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from harness import run_cli
 from safetensors.numpy import save_file
 
 from nncodecs import Reader
@@ -36,22 +35,12 @@ def _sharded(folder: Path) -> Path:
     return folder / "model.safetensors.index.json"
 
 
-def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "nncodecs", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-
-
 @pytest.mark.parametrize("given", ["index", "folder"])
 def test_the_default_output_of_a_folder_is_beside_it(tmp_path: Path, given: str) -> None:
     index = _sharded(tmp_path / "sharded")
     before = sorted(p.name for p in index.parent.iterdir())
     arg = str(index) if given == "index" else str(index.parent)
-    r = _cli("compress", arg, "-q", cwd=tmp_path)
+    r = run_cli("compress", arg, "-q", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "sharded.zarr.zip").is_file()
     assert sorted(p.name for p in index.parent.iterdir()) == before  # nothing written inside
@@ -79,6 +68,6 @@ def test_nncodecs_own_names_are_never_kept_files(tmp_path: Path) -> None:
 
 def test_compress_dot_inside_the_folder_writes_beside_it(tmp_path: Path) -> None:
     index = _sharded(tmp_path / "sharded")
-    r = _cli("compress", ".", "-q", cwd=index.parent)
+    r = run_cli("compress", ".", "-q", cwd=index.parent)
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "sharded.zarr.zip").is_file()

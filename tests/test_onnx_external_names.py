@@ -11,26 +11,15 @@ output names as its own; each file written beside the output is named on stderr.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from conftest import optional_import
+from harness import run_cli
 
 from nncodecs.errors import CorruptDataError
-
-
-def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "nncodecs", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
 
 
 def model_with_data_at(onnx: Any, folder: Path, location: str) -> Path:
@@ -100,20 +89,24 @@ def test_an_older_container_never_writes_a_dotfile_beside_the_users_files(
     home.mkdir()
     (home / ".bashrc").write_text("# mine\n")
     for force in ([], ["--force"]):
-        r = _run("decompress", str(container), "-o", str(home / "model.onnx"), *force, cwd=tmp_path)
+        r = run_cli(
+            "decompress", str(container), "-o", str(home / "model.onnx"), *force, cwd=tmp_path
+        )
         assert r.returncode != 0 and "new, empty directory" in r.stderr, r.stderr
         assert sorted(p.name for p in home.iterdir()) == [".bashrc"]
         assert (home / ".bashrc").read_text() == "# mine\n"
     # "-o new/../model.onnx" is the same non-empty directory, not a new one
     (home / "notes.txt").write_text("mine")
-    r = _run(
+    r = run_cli(
         "decompress", str(container), "-o", str(home / "new" / ".." / "model.onnx"), cwd=tmp_path
     )
     assert r.returncode != 0 and "new, empty directory" in r.stderr, r.stderr
     assert sorted(p.name for p in home.iterdir() if p.name != "new") == [".bashrc", "notes.txt"]
     (home / "notes.txt").unlink()
     # Into a new, empty directory it restores, byte for byte, and names what it wrote.
-    r = _run("decompress", str(container), "-o", str(tmp_path / "new" / "model.onnx"), cwd=tmp_path)
+    r = run_cli(
+        "decompress", str(container), "-o", str(tmp_path / "new" / "model.onnx"), cwd=tmp_path
+    )
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "new" / name).read_bytes() == (tmp_path / "src" / name).read_bytes()
     assert f"also wrote {tmp_path / 'new' / name}" in r.stderr

@@ -4,27 +4,15 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from harness import run_cli
 from safetensors.numpy import save_file
 
 from nncodecs import Reader, Writer
 from nncodecs.formats import compress, decompress
-
-
-def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "nncodecs", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-
 
 CHAINED = [
     "zip::o.zarr.zip",
@@ -44,7 +32,7 @@ def test_chained_urls_are_refused_as_targets(
         compress("x.safetensors", target)
     with pytest.raises(ValueError, match="chained URL"):
         Writer(target)
-    r = _cli("compress", "x.safetensors", "-o", target, cwd=tmp_path)
+    r = run_cli("compress", "x.safetensors", "-o", target, cwd=tmp_path)
     assert r.returncode != 0 and "chained URL" in r.stderr, r.stderr
     compress("x.safetensors", "x.zarr.zip")
     with pytest.raises(ValueError, match="not a URL"):
@@ -63,6 +51,6 @@ def test_zip_inputs_open(tmp_path: Path) -> None:
         ("verify", "zip::x.zarr.zip"),
         ("decompress", "zip::x.zarr.zip", "-o", "back.safetensors"),
     ):
-        r = _cli(*cmd, cwd=tmp_path)
+        r = run_cli(*cmd, cwd=tmp_path)
         assert r.returncode == 0, (cmd, r.stderr)
     assert (tmp_path / "back.safetensors").read_bytes() == (tmp_path / "x.safetensors").read_bytes()
