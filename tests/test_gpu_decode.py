@@ -357,3 +357,16 @@ def test_big_endian_frames_of_version_4_decode_back_big_endian(backend: Any, dty
         assert backend.to_host(out).tobytes() == arr.tobytes(), coder
         with pytest.raises(ValueError, match="big-endian"):
             decode_on(backend, host, max_decoded=arr.nbytes)
+
+
+@pytest.mark.parametrize("n", [70_001, 40])  # (chunked, and the whole-input zstd kind)
+def test_big_endian_frames_decode_to_right_values_in_device_arrays(backend: Any, n: int) -> None:
+    """Device arrays have no big-endian types: a version 4 frame decodes into a typed
+    device array of the native order holding the right values."""
+    from nncodecs.gpu.device import decode_weights_on_device
+
+    arr = (np.random.default_rng(9).standard_normal(n) * 0.02).astype(">f4")
+    frame = NumcodecsWeights().encode(arr)
+    (back,) = decode_weights_on_device(backend, [frame], "float32", [None])
+    got = np.asarray(backend.to_host(back)).view(np.uint8).view("<f4")
+    assert np.array_equal(got, arr.astype("<f4"))

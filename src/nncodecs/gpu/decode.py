@@ -30,6 +30,7 @@ from nncodecs import _core
 from nncodecs.errors import CorruptDataError
 from nncodecs.frame import check_frame_element, decode_frame, frame_element
 from nncodecs.frame.constants import WHOLE_MAGICS
+from nncodecs.frame.info import frame_element_order
 from nncodecs.gpu import plan as planning
 from nncodecs.gpu.backend import Backend
 from nncodecs.gpu.plan import DecodePlan, device_plan, fused_chunks, join_crcs, plan_decode
@@ -93,6 +94,7 @@ def decode_frames(
     planes: list[int] | None = None,
     out: Any = None,
     dtypes: list[str] | None = None,
+    as_stored: bool = True,
 ) -> list[Any]:
     """Decode many frames in one launch of each kernel: a device array each.
 
@@ -108,6 +110,9 @@ def decode_frames(
     at least the outputs' total bytes to decode into (frame after frame).
     ``dtypes``: the element type each frame decodes to; a frame that records
     another raises :class:`nncodecs.CorruptDataError` (``"bytes"``: any).
+    ``as_stored``: elements of a big-endian frame (version 4) come back big-endian,
+    as the CPU decoder gives them; ``False`` keeps them little-endian (native), for
+    typed device arrays, which have no big-endian types.
     """
     count = len(frames)
     layouts = layouts or ["none"] * count
@@ -131,6 +136,10 @@ def decode_frames(
             k = planes[i] if planes else None
             hosted[i] = _decode_whole(backend, frames[i], device_frames[i], max_decoded[i],
                                       layouts[i], elements, k)  # fmt: skip
+            if elements and not as_stored and k and k > 1:
+                host = frames[i] if frames[i] is not None else backend.to_host(device_frames[i])
+                if frame_element_order(host)[1]:  # (the CPU gave them back big-endian)
+                    hosted[i] = hosted[i].reshape(-1, k)[:, ::-1].copy().reshape(-1)
             plans.append(None)
             continue
         plan = (device_plan(backend, device_frames[i], max_decoded[i], prefix) if on_device
@@ -260,10 +269,8 @@ def decode_frames(
                     f"{name(i)}CRC32C mismatch: frame says {plan.checksum:08x}, decoded data "
                     f"gives {got:08x}"
                 )
-    for i in live:
-        if plans[
-            i
-        ].big_endian:  # (version 4: elements coded little-endian, given back as they came)
+    for i in live:  # (version 4: elements given back as they came in, big-endian)
+        if plans[i].big_endian and as_stored:
             rows = outputs[i].reshape(-1, plans[i].planes)
             rows[...] = rows[:, ::-1].copy()
     return outputs

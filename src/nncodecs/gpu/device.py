@@ -126,7 +126,7 @@ def decode_weights_on_device(
         flats = decode_frames(
         backend, hosts, max_decoded=limits, layouts=[float_layout(target)] * len(frames),
         elements=True, device_frames=devices, planes=[target.itemsize] * len(frames),
-        dtypes=[name] * len(frames),
+        dtypes=[name] * len(frames), as_stored=False,
     )  # fmt: skip
     out = []
     for flat, shape in zip(flats, shapes, strict=True):
