@@ -7,9 +7,15 @@ from typing import Any
 from nncodecs import _core
 from nncodecs.errors import CorruptDataError
 from nncodecs.frame.buffers import host_bytes
-from nncodecs.frame.constants import ELEMENT_TYPES, max_ratio_bound
+from nncodecs.frame.constants import (
+    ELEMENT_TYPES,
+    FRAME_MAGIC,
+    WHOLE_TYPED_MAGIC,
+    max_ratio_bound,
+)
 
 __all__ = [
+    "big_endian_frame",
     "check_frame_element",
     "element_types",
     "frame_decoded_len",
@@ -46,6 +52,17 @@ def frame_element(buf: Any) -> str:
     ``"bytes"`` when it states none (byte coders given no dtype, and every
     frame of the versions before it, 1 and 2, and of the first zstd kind)."""
     return frame_element_order(buf)[0]
+
+
+def big_endian_frame(buf: Any) -> bool:
+    """Whether a frame holds big-endian elements (version 4's bit 6 of the element byte,
+    or the whole-input kind's): read from its first bytes alone, no header parse, for
+    the decoders' hot path. Exactly what the checked header says of any frame the
+    decoder accepts (it refuses the others)."""
+    head = host_bytes(buf)[:8]
+    if head.size >= 8 and head[:4].tobytes() == FRAME_MAGIC and head[4] == 4:
+        return bool(head[7] & 0x40)
+    return head.size >= 5 and head[:4].tobytes() == WHOLE_TYPED_MAGIC and bool(head[4] & 0x40)
 
 
 def frame_element_order(buf: Any) -> tuple[str, bool]:

@@ -18,7 +18,7 @@ from nncodecs.errors import CorruptDataError
 from nncodecs.frame.buffers import as_byte_view, little_endian
 from nncodecs.frame.decode import decode_frame
 from nncodecs.frame.encode import encode_frame
-from nncodecs.frame.info import frame_decoded_len, frame_element, frame_element_order
+from nncodecs.frame.info import big_endian_frame, frame_decoded_len, frame_element
 from nncodecs.frame.params import frame_settings, row_length
 
 __all__ = ["CODEC_ID", "decode_weights", "encode_weights", "stated_dtype"]
@@ -90,7 +90,7 @@ def decode_weights(
             raise ValueError(f"{CODEC_ID}: {_NO_DTYPE}; decoding needs a dtype")
     target, native, layout, name = _element_types(dtype)
     coded = native  # what the decoder writes: the frame's byte order
-    if frame_element_order(buf)[1]:
+    if big_endian_frame(buf):
         if native.kind not in "biufc":
             raise CorruptDataError(f"{CODEC_ID}: a frame of big-endian {name} elements")
         coded = native.newbyteorder(">")
