@@ -320,3 +320,21 @@ def test_arrays_written_before_the_rule_read_back_right_through_the_docs_recipe(
 def test_codecs_are_exported() -> None:
     for name in ("NumcodecsWeights", "NumcodecsPlanes", "NumcodecsBitReorder"):
         assert hasattr(nncodecs, name)
+
+
+def test_weights_decodes_into_an_out_of_any_dtype() -> None:
+    """(numcodecs' rule) out receives the bytes, whatever it holds: strings, void too."""
+    for arr in (
+        np.array(["ab", "cde"]),
+        np.frombuffer(b"12345678", "V4"),
+        np.zeros(3, [("a", "<i4"), ("b", ">f8")]),
+        np.arange(4, dtype=">f4"),
+    ):
+        codec = NumcodecsWeights()
+        out = np.empty_like(arr)
+        codec.decode(codec.encode(arr), out=out)
+        assert out.tobytes() == arr.tobytes(), arr.dtype
+    with pytest.raises(TypeError, match="object"):
+        NumcodecsWeights().decode(
+            NumcodecsWeights().encode(np.arange(3)), out=np.empty(3, dtype=object)
+        )

@@ -74,7 +74,8 @@ def is_chained(target: Any) -> bool:
     """Whether ``target`` is an fsspec chained URL (``zip::x.zip``, ``simplecache::s3://...``)."""
     if not isinstance(target, str):
         return False
-    return "::" in target.removeprefix("file://").split("://", 1)[0]
+    local = target[7:] if target[:7].lower() == "file://" else target
+    return "::" in local.split("://", 1)[0]
 
 
 def temp_path(target: Path, kind: str = "tmp", pid: int | None = None) -> Path:

@@ -95,7 +95,7 @@ def cmd_decompress(args: argparse.Namespace) -> int:
     for path in beside:  # (files the container named: always told, even with -q)
         print(f"nncodecs: also wrote {path} (external data the model names)", file=sys.stderr)
     if not args.quiet:
-        print(f"{src} -> {out} ({fmt}, {human(_size(Path(out)))})")
+        print(f"{src} -> {out} ({fmt}, {human(_size(Path(out.removeprefix('file://'))))})")
     return 0
 
 

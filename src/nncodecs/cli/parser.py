@@ -29,11 +29,11 @@ EXAMPLES = {
 
 def container_input(arg: str) -> str:
     """An input as given; ``zip::PATH`` (fsspec's chained spelling of a local zip
-    container) as ``PATH``: it opens as the zip it names, never as a file of that
-    literal name."""
+    container) and ``file://PATH`` as ``PATH``: they open as the file they name, never
+    as a file of that literal name."""
     if arg.startswith("zip::") and "://" not in arg[5:].removeprefix("file://"):
         return arg[5:].removeprefix("file://")
-    return arg
+    return arg.removeprefix("file://")  # (a local path: as Path would not take it)
 
 
 def _positive(text: str) -> int:

@@ -40,9 +40,14 @@ from zarr.core.array_spec import ArraySpec
 
 from nncodecs.codecs._direct import DirectChunks
 from nncodecs.codecs._shell import DtypeFromArray, NumcodecsShell, ZarrShell
-from nncodecs.dtypes import dtype_name, normalize_dtype
+from nncodecs.dtypes import as_numpy, dtype_name, normalize_dtype
 from nncodecs.errors import CorruptDataError
-from nncodecs.frame.buffers import as_array, host_bytes, in_memory_order, typed_input
+from nncodecs.frame.buffers import (
+    host_bytes,
+    in_memory_order,
+    kind_is_bytes,
+    typed_input,
+)
 from nncodecs.frame.params import WEIGHTS
 from nncodecs.frame.weights import (
     _NO_DTYPE,
@@ -60,6 +65,12 @@ from nncodecs.gpu.device import (
 )
 
 __all__ = ["NumcodecsWeights", "Weights", "decode_weights", "encode_weights"]
+
+
+def as_numpy_out(out: Any) -> Any:
+    """``out`` as a NumPy array of any dtype (strings, void: numcodecs' ``out`` takes the
+    bytes whatever it holds); object arrays are refused when written to."""
+    return host_bytes(out) if kind_is_bytes(out) else as_numpy(out)
 
 
 def _check_out_type(stated: Any, out_dtype: np.dtype, configured: Any) -> None:
@@ -134,14 +145,14 @@ class NumcodecsWeights(NumcodecsShell, Codec):
                 raise ValueError(
                     f"{CODEC_ID}: {_NO_DTYPE}; decoding needs dtype= in the codec or an out= array"
                 )
-            dtype = dtype_name(as_array(out).dtype)
+            dtype = dtype_name(as_numpy_out(out).dtype)
         if out is not None:
-            _check_out_type(dtype, as_array(out).dtype, self.dtype)
+            _check_out_type(dtype, as_numpy_out(out).dtype, self.dtype)
             itemsize = normalize_dtype(dtype).itemsize
-            count, rem = divmod(as_array(out).nbytes, itemsize)
+            count, rem = divmod(as_numpy_out(out).nbytes, itemsize)
             if rem:
                 raise ValueError(
-                    f"{CODEC_ID}: out holds {as_array(out).nbytes} bytes, not whole {dtype}"
+                    f"{CODEC_ID}: out holds {as_numpy_out(out).nbytes} bytes, not whole {dtype}"
                 )
             decode_weights(buf, dtype, count, out=out, threads=self.threads, as_stored=True)
             return out

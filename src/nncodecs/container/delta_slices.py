@@ -75,11 +75,10 @@ class DeltaArray:
     def __getitem__(self, index: Any) -> np.ndarray:
         if self._chunk_crcs is not None and self.ndim and self.size:
             # (an index whose rows cannot be told, a mask of the whole array: every chunk)
-            lo, hi, rest = _row_span(index, self.shape[0], self.chunks[0]) or (
-                0,
-                self.shape[0],
-                index,
-            )
+            span = _row_span(index, self.shape[0], self.chunks[0])
+            if span is _NOTHING:  # (no rows, or none there: NumPy's answer, nothing decoded)
+                return np.broadcast_to(np.zeros((), self.dtype), self.shape)[index].copy()
+            lo, hi, rest = span or (0, self.shape[0], index)
             block = self._decode(slice(lo, hi))
             rows = self.chunks[0]
             for c in range(lo // rows, -(-hi // rows)):
@@ -100,39 +99,54 @@ class DeltaArray:
         return out if dtype is None else out.astype(dtype)
 
 
-def _row_span(index: Any, n: int, rows: int) -> tuple[int, int, Any] | None:
+#: What _row_span says of an index that selects no row (or one NumPy refuses).
+_NOTHING: Any = object()
+
+
+def _tuple(index: Any) -> tuple[Any, ...]:
+    return index if isinstance(index, tuple) else (index,)
+
+
+def _row_span(index: Any, n: int, rows: int) -> Any:
     """(first, end) rows of the whole chunks holding the rows ``index`` selects along the
-    first axis, and ``index`` rewritten for that block; ``None`` where it cannot be
-    told (a ``newaxis`` first, a mask of more than one axis): the caller then decodes
-    and checks every chunk."""
+    first axis, and ``index`` rewritten for that block; ``_NOTHING`` where it selects
+    no row (or one past the end: NumPy's error); ``None`` where it cannot be told (a
+    mask of more than one axis): the caller then decodes and checks every chunk."""
     idx = index if isinstance(index, tuple) else (index,)
     if not idx or idx[0] is Ellipsis:
         return 0, n, index
     first, tail = idx[0], idx[1:]
-    if first is None:
-        return None
+    if first is None:  # (a new axis first: the rows of what follows)
+        inner = _row_span(tail, n, rows)
+        if inner is None or inner is _NOTHING:
+            return inner
+        return inner[0], inner[1], (None, *_tuple(inner[2]))
     if isinstance(first, int | np.integer) and not isinstance(first, bool):
         i = int(first)
         if not -n <= i < n:
-            return None  # (NumPy's IndexError, from the plain read)
+            return _NOTHING  # (NumPy's IndexError, from the plain read)
         i %= n
         lo = i // rows * rows
         return lo, min(lo + rows, n), (i - lo, *tail)
     if isinstance(first, slice):
         picked = np.arange(n)[first]
         if not picked.size:
-            return None
+            return _NOTHING
         lo = int(picked.min()) // rows * rows
         hi = min(-(-(int(picked.max()) + 1) // rows) * rows, n)
         start, stop = int(picked[0]) - lo, int(picked[-1]) - lo
         step = first.step or 1
         end = stop + 1 if step > 0 else (stop - 1 if stop > 0 else None)
         return lo, hi, (slice(start, end, step), *tail)
+    if np.size(first) == 0:  # (an empty list or mask: no rows)
+        return _NOTHING
     try:
         picked = np.arange(n)[np.asarray(first)]
     except (IndexError, TypeError, ValueError):
         return None
-    if picked.ndim != 1 or not picked.size:
+    if picked.ndim == 1 and not picked.size:
+        return _NOTHING
+    if picked.ndim != 1:
         return None
     lo = int(picked.min()) // rows * rows
     hi = min(-(-(int(picked.max()) + 1) // rows) * rows, n)

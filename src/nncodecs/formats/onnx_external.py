@@ -75,6 +75,11 @@ def check_external_name(name: Any) -> str:
     return normal
 
 
+class _NotHereError(ValueError):
+    """A sound container's file that the output's folder cannot take (a dotted name
+    into a folder that is not new and empty)."""
+
+
 def _target(out: Path, name: Any, fresh: bool) -> Path:
     """Where an external file goes: ``name`` under the output's directory, never above,
     never through a link. A dotted name (a container written before the rule) only
@@ -83,11 +88,15 @@ def _target(out: Path, name: Any, fresh: bool) -> Path:
         normal = check_external_name(name)
     except ValueError as exc:
         dotted = isinstance(name, str) and "starts with '.'" in str(exc)
-        if not (dotted and fresh):
-            more = " (restore it into a new, empty directory)" if dotted else ""
+        if dotted and not fresh:  # (an older container, sound: the output's folder is not)
+            raise _NotHereError(
+                f"the container's ONNX external file {name!r} is a hidden file's name, which "
+                f"nncodecs writes only into a new, empty directory: restore it there ({exc})"
+            ) from None
+        if not dotted:
             raise CorruptDataError(
                 f"the container's ONNX external file name {name!r} is not one nncodecs "
-                f"writes: {exc}{more}"
+                f"writes: {exc}"
             ) from None
         normal = posixpath.normpath(name)
     parts = PurePosixPath(normal).parts
@@ -164,6 +173,8 @@ def restore_external(
         if not all(isinstance(x.get("crc32c"), str) for _, x in files):
             raise ValueError("a file without its CRC32C")
         gaps = [record_gaps(r, x) for _, x in files]
+    except _NotHereError:
+        raise
     except (KeyError, ValueError, TypeError) as exc:
         raise CorruptDataError(
             f"the container's ONNX external records are damaged ({exc})"

@@ -70,8 +70,8 @@ def default_container(source: Path) -> Path:
     """The container ``compress`` writes when not told: ``NAME.zarr.zip`` beside the
     input (beside the folder an index file stands for, never inside it)."""
     root = input_root(source)
-    if not root.name:  # (".": the folder the command runs in, by its name)
-        root = root.resolve()
+    if not root.name:  # (".": the folder the command runs in, by the name it was reached by)
+        root = Path(os.path.abspath(root))
     return root.with_name(root.name + ".zarr.zip")
 
 
