@@ -20,7 +20,6 @@ import pytest
 import zarr
 from zarr.codecs import BytesCodec
 
-import nncodecs
 from nncodecs import (
     Auto,
     BitReorder,
@@ -315,11 +314,6 @@ def test_arrays_written_before_the_rule_read_back_right_through_the_docs_recipe(
     before = (plain / ".zarray").read_text()
     relabel(plain)
     assert (plain / ".zarray").read_text() == before
-
-
-def test_codecs_are_exported() -> None:
-    for name in ("NumcodecsWeights", "NumcodecsPlanes", "NumcodecsBitReorder"):
-        assert hasattr(nncodecs, name)
 
 
 def test_weights_decodes_into_an_out_of_any_dtype() -> None:

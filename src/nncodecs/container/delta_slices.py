@@ -23,11 +23,18 @@ from nncodecs.errors import CorruptDataError, ReferenceProblemError
 __all__ = ["DeltaArray", "chunk_crcs"]
 
 
-def chunk_crcs(arr: np.ndarray, rows: int) -> list[int]:
-    """The CRC32C of each chunk of ``rows`` rows of ``arr`` (C order), first axis."""
+def chunk_crcs(arr: np.ndarray, rows: int) -> tuple[list[int], int]:
+    """The CRC32C of each chunk of ``rows`` rows of ``arr`` (C order), first axis, and
+    of the whole (joined from theirs: one pass over the tensor)."""
+    from nncodecs import _core
+
     if arr.ndim == 0 or rows < 1:
-        return [delta.crc32c(arr)]
-    return [delta.crc32c(arr[i : i + rows]) for i in range(0, max(arr.shape[0], 1), rows)]
+        whole = delta.crc32c(arr)
+        return [whole], whole
+    parts = [arr[i : i + rows] for i in range(0, max(arr.shape[0], 1), rows)]
+    crcs = [delta.crc32c(p) for p in parts]
+    lengths = np.array([p.nbytes for p in parts], np.uint64)
+    return crcs, int(_core.crc32c_join(np.array(crcs, np.uint32), lengths))
 
 
 class DeltaArray:

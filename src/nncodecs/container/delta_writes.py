@@ -246,9 +246,9 @@ def delta_objects(
     records = {**attrs, **layout.tensor_records(arr, codec)}
     # (what a Reader checks a whole read against: the transform, as the delta's document
     # also declares it, and the tensor's CRC32C)
-    records["transform"], records["crc32c"] = transform, delta.crc32c(arr)
     # (and each chunk's: a slice checks the chunks it decodes, delta_slices.py)
-    records["chunk_crc32c"] = chunk_crcs(arr, chunks[0]) if chunks else [records["crc32c"]]
+    records["chunk_crc32c"], records["crc32c"] = chunk_crcs(arr, chunks[0] if chunks else 0)
+    records["transform"] = transform
     doc = docs.array_doc(tmpl, arr.shape, chunks, shards, dims, {layout.ATTRS_KEY: records})
     tensor_doc = docs.template(arr.dtype, arr.ndim, codec, shards is not None).doc
     objects = ((f"{node}/{k}", v) for k, v in encoding.objects(coded, tmpl, chunks, shards))

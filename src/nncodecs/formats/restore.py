@@ -128,11 +128,13 @@ def decompress(
         inputs = (local,) if local is not None else ()
         # (never over a container the input is stored against: both would be lost)
         not_on_a_chain(out, [container])
-        # (before the output exists: what was there decides which external files may go)
-        # (resolved: "-o new/../m.onnx" is not a new directory)
-        parent = out.parent.resolve()
-        fresh = not parent.exists() or not any(parent.iterdir())
-        owned = owned_external(out) if fmt == "onnx" and force else set()
+        # (before the output exists: what was there decides which external files may go;
+        # resolved: "-o new/../m.onnx" is not a new directory)
+        fresh, owned = False, set()
+        if fmt == "onnx":
+            parent = out.parent.resolve()
+            fresh = not parent.exists() or not any(parent.iterdir())
+            owned = owned_external(out) if force else set()
         with atomic_output(out, force, directory=directory, inputs=inputs) as tmp:
             if fmt in SPLICED:
                 expected = {k: r.metadata.get(f"source.{k}") for k in ("sha256", "crc32c")}

@@ -30,7 +30,7 @@ from nncodecs import _core
 from nncodecs.errors import CorruptDataError
 from nncodecs.frame import check_frame_element, decode_frame, frame_element
 from nncodecs.frame.constants import WHOLE_MAGICS
-from nncodecs.frame.info import frame_element_order
+from nncodecs.frame.info import big_endian_frame
 from nncodecs.gpu import plan as planning
 from nncodecs.gpu.backend import Backend
 from nncodecs.gpu.plan import DecodePlan, device_plan, fused_chunks, join_crcs, plan_decode
@@ -138,7 +138,7 @@ def decode_frames(
                                       layouts[i], elements, k)  # fmt: skip
             if elements and not as_stored and k and k > 1:
                 host = frames[i] if frames[i] is not None else backend.to_host(device_frames[i])
-                if frame_element_order(host)[1]:  # (the CPU gave them back big-endian)
+                if big_endian_frame(host):  # (the CPU gave them back big-endian)
                     hosted[i] = hosted[i].reshape(-1, k)[:, ::-1].copy().reshape(-1)
             plans.append(None)
             continue
