@@ -15,7 +15,7 @@ from conftest import optional_import
 
 from nncodecs import Reader
 from nncodecs.errors import CorruptDataError
-from nncodecs.formats.onnx_wire import raw_data_spans
+from nncodecs.formats.onnx_graph import SMALL_CONSTANT, graph_tensors
 
 
 def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -97,7 +97,7 @@ def helper_model(onnx: Any) -> Any:
             "Constant",
             [],
             ["c_raw"],
-            value=numpy_helper.from_array(rng.standard_normal((6, 6)).astype(np.float32)),
+            value=numpy_helper.from_array(rng.standard_normal((16, 17)).astype(np.float32)),
         ),
         helper.make_node(
             "Constant",
@@ -136,27 +136,42 @@ def test_helper_built_model_comes_back_byte_identical(tmp_path: Path) -> None:
             if init.data_type == onnx.TensorProto.BFLOAT16:
                 got, want = got.view(np.uint16), np.frombuffer(init.raw_data, np.uint16)
             assert np.array_equal(got.reshape(-1), np.asarray(want).reshape(-1)), init.name
-        assert r.read_tensor("choose.else_branch/t")[0] == 2.0
-        assert list(r.read_tensor("c_floats")) == [1.0, 2.0]
+        assert r.read_tensor("c_raw").shape == (16, 17)  # a Constant of 1 KiB or more
+        # the small ones (under 1 KiB: shapes, scalars) stay in the graph's bytes
+        assert not {"c_typed", "c_floats", "c_int", "choose.else_branch/t"} & set(r.keys())
 
 
-def test_every_raw_data_span_is_where_onnx_reads_it(tmp_path: Path) -> None:
+def test_small_constants_are_listed_where_the_model_restores_as_safetensors() -> None:
+    """Listed with ``small`` (what a model that cannot come back as ONNX stores): every
+    Constant, typed ones and subgraphs' too, in the walk's order."""
+    onnx = optional_import("onnx")
+    listed = graph_tensors(helper_model(onnx).SerializeToString(), small=True)
+    names = [t.name for t in listed if not t.name.startswith(("init_", "typed_init"))]
+    branches = ["choose.else_branch/t", "choose.then_branch/t"]  # (attributes sorted by name)
+    assert names[-6:] == ["c_raw", "c_typed", "c_floats", "c_int", *branches]
+    kinds = ["tensor", "tensor", "value_floats", "value_int", "tensor", "tensor"]
+    assert [t.kind for t in listed[-6:]] == kinds
+
+
+def test_every_raw_data_span_is_where_onnx_reads_it() -> None:
     onnx = optional_import("onnx")
     model = helper_model(onnx)
     raw = model.SerializeToString()
-    spans = raw_data_spans(raw)
+    listed = graph_tensors(raw)
     inits = list(model.graph.initializer)
-    for t, span in zip(inits, spans, strict=False):
+    for t, wt in zip(inits, listed, strict=False):
+        assert wt.name == t.name and list(wt.dims) == list(t.dims), t.name
+        assert wt.data_type == t.data_type, t.name
         if t.HasField("raw_data"):
-            assert span is not None and raw[span[0] : span[0] + span[1]] == t.raw_data, t.name
+            start, size = wt.raw
+            assert raw[start : start + size] == t.raw_data, t.name
         else:
-            assert span is None, t.name  # typed_init: its values are in float_data
+            assert wt.raw is None, t.name  # typed_init: its values are in float_data
     assert any(not t.HasField("raw_data") for t in inits)
-    # then the Constant nodes in order: c_raw (raw_data), c_typed, c_floats, c_int (typed
-    # fields), and the If's two branches
-    rest = spans[len(inits) :]
-    assert len(rest) == 6 and rest[0] is not None and rest[1:4] == [None, None, None]
-    assert rest[4] is not None and rest[5] is not None
+    # then the one Constant of 1 KiB or more (c_raw), at its place
+    (c_raw,) = listed[len(inits) :]
+    want = model.graph.node[0].attribute[0].t.raw_data
+    assert len(want) >= SMALL_CONSTANT and raw[c_raw.raw[0] : sum(c_raw.raw)] == want
 
 
 def external_model(onnx: Any, path: Path, one_file: bool) -> list[Path]:
@@ -318,8 +333,8 @@ def test_external_files_with_uncovered_bytes_and_two_spellings(tmp_path: Path) -
 def test_malformed_protobuf_is_a_clear_error() -> None:
     for bad in (b"\x3a\xff\xff\xff\xff\x0f", b"\x3a\x05ab", b"\x3f", b"\x3a\x80"):
         with pytest.raises(CorruptDataError, match="not a readable ONNX model"):
-            raw_data_spans(bad)
-    assert raw_data_spans(b"") == []
+            graph_tensors(bad)
+    assert graph_tensors(b"") == []
 
 
 def test_dtypes_the_codecs_do_not_model_are_kept_as_their_bytes(tmp_path: Path) -> None:
@@ -348,8 +363,8 @@ def test_dtypes_the_codecs_do_not_model_are_kept_as_their_bytes(tmp_path: Path) 
 
 
 def test_what_the_review_found(tmp_path: Path) -> None:
-    """Empty files refused; a layout the walk does not follow says why it is not restored
-    as ONNX; proto2 groups skipped; a short raw_data named; damaged records and a missing
+    """Empty files refused; a graph given twice read as protobuf merges it; proto2
+    groups skipped; a short raw_data named; damaged records and a missing
     checksum refused, never a different file."""
     import json
 
@@ -362,10 +377,16 @@ def test_what_the_review_found(tmp_path: Path) -> None:
     twice = raw + b"\x3a\x03\x12\x01x"  # the graph field again: protobuf merges the two
     (tmp_path / "twice.onnx").write_bytes(twice)
     assert run("compress", "twice.onnx", "-q", cwd=tmp_path).returncode == 0
-    r = run("decompress", "twice.onnx.zarr.zip", "-o", "back.onnx", cwd=tmp_path)
-    assert r.returncode == 1 and "layout nncodecs does not follow" in r.stderr, r.stderr
+    r = run("decompress", "twice.onnx.zarr.zip", "-o", "twice-back.onnx", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr  # (read as protobuf merges it: one graph)
+    assert (tmp_path / "twice-back.onnx").read_bytes() == twice
+    merged = [(t.name, t.raw) for t in graph_tensors(twice)]
+    assert merged == [(t.name, t.raw) for t in graph_tensors(raw)]
+    added = twice + b"\x3a\x07\x2a\x05\x42\x03abc"  # a graph field with an initializer "abc"
+    inits = [t.name for t in onnx.load_from_string(added).graph.initializer]
+    assert inits[-1] == "abc" and [t.name for t in graph_tensors(added)][: len(inits)] == inits
     group = raw + b"\x9b\x06" + b"\x08\x01" + b"\x9c\x06"  # field 99 as a group: skipped
-    assert raw_data_spans(group) == raw_data_spans(raw)
+    assert graph_tensors(group) == graph_tensors(raw)
     from onnx import TensorProto, helper
 
     short = TensorProto(name="s", data_type=TensorProto.FLOAT, dims=[5], raw_data=b"\0" * 12)
@@ -405,3 +426,24 @@ def _varint(n: int) -> bytes:
         n >>= 7
         if not n:
             return bytes(out)
+
+
+def test_a_declared_size_allocates_nothing(tmp_path: Path) -> None:
+    """A tensor declaring 2^40 values, with two in typed fields or 16 bytes of external
+    data: a clear error, never a 4 TiB allocation."""
+    onnx = optional_import("onnx")
+    from onnx import TensorProto, helper
+
+    typed = TensorProto(name="huge", data_type=TensorProto.FLOAT, dims=[1 << 40])
+    typed.float_data.extend([1.0, 2.0])
+    external = TensorProto(name="ext", data_type=TensorProto.FLOAT, dims=[1 << 40])
+    external.data_location = TensorProto.EXTERNAL
+    entry = external.external_data.add()
+    entry.key, entry.value = "location", "d.bin"
+    (tmp_path / "d.bin").write_bytes(b"0" * 16)
+    for t, want in ((typed, "cannot reshape"), (external, "external data of 'ext' is short")):
+        path = tmp_path / f"{t.name}.onnx"
+        onnx.save(helper.make_model(helper.make_graph([], "g", [], [], [t])), path)
+        r = run("compress", path.name, cwd=tmp_path)
+        assert r.returncode == 1 and want in r.stderr and "MemoryError" not in r.stderr, r.stderr
+        assert not (tmp_path / f"{path.name}.zarr.zip").exists()

@@ -146,8 +146,9 @@ def test_restore_names_never_collide_with_a_source_of_another_format(tmp_path: P
     from onnx import TensorProto, helper, numpy_helper
 
     w = numpy_helper.from_array(np.ones((4, 4), np.float32), "w")
+    # (a Constant of 1 KiB or more is a tensor; a smaller one stays in the graph's bytes)
     c = helper.make_node(
-        "Constant", [], ["c"], value=numpy_helper.from_array(np.arange(3, dtype=np.float32))
+        "Constant", [], ["c"], value=numpy_helper.from_array(np.arange(300, dtype=np.float32))
     )
     graph = helper.make_graph(
         [c, helper.make_node("MatMul", ["x", "w"], ["y"])],
@@ -166,7 +167,7 @@ def test_restore_names_never_collide_with_a_source_of_another_format(tmp_path: P
     assert r.returncode == 0, r.stderr
     back = read_safetensors(tmp_path / "model.safetensors")
     assert set(back) == {"w", "c"}  # the Constant node's tensor too
-    assert np.array_equal(back["c"], np.arange(3, dtype=np.float32))
+    assert np.array_equal(back["c"], np.arange(300, dtype=np.float32))
     r = run("verify", "model.onnx.zarr.zip", cwd=tmp_path)
     assert r.returncode == 0 and "2 tensors" in r.stdout and "the source had 2" in r.stdout
     # convert by the output's suffix: a safetensors file, not a Zarr directory
@@ -184,13 +185,20 @@ def test_what_cannot_be_kept_is_refused_by_name(tmp_path: Path) -> None:
         "Constant",
         [],
         ["labels"],
-        value=helper.make_tensor("labels", TensorProto.STRING, [2], [b"a", b"b"]),
+        value=helper.make_tensor("labels", TensorProto.STRING, [300], [b"label"] * 300),
     )
     graph = helper.make_graph([strings], "g", [], [])
     onnx.save(helper.make_model(graph), tmp_path / "s.onnx")
     before = tree(tmp_path)
     one_line_error(run("compress", "s.onnx", cwd=tmp_path), "labels", "nothing was written")
     assert tree(tmp_path) == before
+    # under 1 KiB, a Constant of strings is the graph's, kept verbatim with it
+    small = helper.make_node("Constant", [], ["l"], value_strings=[b"a", b"b"])
+    onnx.save(helper.make_model(helper.make_graph([small], "g", [], [])), tmp_path / "l.onnx")
+    assert run("compress", "l.onnx", "-q", cwd=tmp_path).returncode == 0
+    r = run("decompress", "l.onnx.zarr.zip", "-o", "back-l.onnx", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "back-l.onnx").read_bytes() == (tmp_path / "l.onnx").read_bytes()
 
 
 def test_torch_checkpoints_with_more_than_weights_are_refused(tmp_path: Path) -> None:
@@ -608,15 +616,15 @@ def test_onnx_subgraphs_may_reuse_names(tmp_path: Path) -> None:
 
     def branch(value: float) -> Any:
         c = helper.make_node("Constant", [], ["t"], value=numpy_helper.from_array(
-            np.full(3, value, np.float32)))  # fmt: skip
-        out = helper.make_tensor_value_info("t", TensorProto.FLOAT, [3])
+            np.full(300, value, np.float32)))  # fmt: skip
+        out = helper.make_tensor_value_info("t", TensorProto.FLOAT, [300])
         return helper.make_graph([c], f"b{value}", [], [out])
 
     node = helper.make_node("If", ["cond"], ["y"], name="choose",
                             then_branch=branch(1.0), else_branch=branch(2.0))  # fmt: skip
     graph = helper.make_graph(
         [node], "g", [helper.make_tensor_value_info("cond", TensorProto.BOOL, [])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [300])],
     )  # fmt: skip
     onnx.save(helper.make_model(graph), tmp_path / "if.onnx")
     assert run("compress", "if.onnx", "-q", cwd=tmp_path).returncode == 0

@@ -60,7 +60,7 @@ class Model:
     #: A snapshot directory's other files ((name, path)), and the bytes of a GGUF, ONNX or
     #: zip checkpoint around its tensors: kept once the tensors are written.
     kept: list[tuple[str, Path]] = field(default_factory=list)
-    gaps: dict[str, bytes] = field(default_factory=dict)
+    gaps: dict[str, Any] = field(default_factory=dict)
 
 
 def _slabs(z: Any, nbytes_row: int) -> list[tuple[int, int]]:

@@ -62,7 +62,7 @@ def _plan_model(name: str, source: Any, target: str) -> Model:
     with open_source(Path(source)) as src:
         # the same records as compress's, so that decompress restores it alike
         meta = src.checked_metadata()
-        gaps = keep_gaps_apart(meta)
+        gaps = keep_gaps_apart(meta, Path(source))
         kept = src.kept_files()
         if kept:
             meta[KEPT] = str(len(kept))

@@ -85,7 +85,7 @@ def compress(
                 w.add_file(rel, file_bytes(path))
             meta = src.checked_metadata()
             # (a GGUF's vocabulary, an ONNX graph: arrays, not attributes)
-            for name, data in keep_gaps_apart(meta).items():
+            for name, data in keep_gaps_apart(meta, source).items():
                 w.add_hidden_file(name, data)
             w.metadata.update(meta)
             if kept:  # (counted: a restore that finds fewer refuses)

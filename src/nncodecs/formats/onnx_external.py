@@ -51,7 +51,7 @@ def external_records(base: Path, places: dict[str, list[Place]]) -> str:
         out.append({
             "file": location,
             "ranges": json.loads(meta["source.x.ranges"]),
-            "gaps": json.loads(meta["source.x.gaps"]),
+            "gap_spans": json.loads(meta["source.x.gap_spans"]),
             "crc32c": file_digests(path)["crc32c"],
         })  # fmt: skip
     return json.dumps(out)

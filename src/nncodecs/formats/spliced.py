@@ -2,15 +2,15 @@
 ONNX): the records a container keeps, and the restore from them.
 
 A format's :class:`Source` lists ``places``: ``(name, offset, bytes, kind)`` of each tensor
-whose bytes lie verbatim in the file; :func:`spliced_metadata` keeps every byte between
-and around them (``source.<format>.gaps``, base64) and the places
-(``source.<format>.ranges``). ``compress`` then moves those bytes (a GGUF's vocabulary,
-an ONNX graph) out of the attributes into a hidden array, the kept file
+whose bytes lie verbatim in the file; :func:`spliced_metadata` records the places
+(``source.<format>.ranges``) and where every byte between and around them lies.
+``compress`` and ``archive`` then keep those bytes (a GGUF's vocabulary, an ONNX
+graph), read straight from the file, as a hidden array, the kept file
 ``.nncodecs/source-gaps`` (``Writer.add_hidden_file``), compressed and checked as a
 tensor is (:func:`keep_gaps_apart`: ``source.<format>.gap_sizes`` records each gap's
-length); ``archive`` leaves them inline.
-:func:`restore_spliced` writes gaps and tensors back in turn. The file's CRC32C,
-recorded beside them, is checked on the restored file by the caller.
+length). Containers written before kept them inline (``source.<format>.gaps``, base64),
+which still reads. :func:`restore_spliced` writes gaps and tensors back in turn. The
+file's CRC32C, recorded beside them, is checked on the restored file by the caller.
 """
 
 from __future__ import annotations
@@ -47,60 +47,77 @@ Place = tuple[str, int, int, str]  # (tensor name, offset in the file, bytes, ki
 
 
 def spliced_metadata(path: Path, fmt: str, places: list[Place]) -> dict[str, str]:
-    """The records of ``places`` (in file order, none overlapping) and every byte of the
-    file outside them."""
-    raw = np.memmap(path, dtype=np.uint8, mode="r") if path.stat().st_size else np.empty(0)
-    gaps, ranges, at = [], [], 0
+    """The records of ``places`` (in file order, none overlapping) and where every byte
+    of the file outside them lies (``source.<format>.gap_spans``: spans of the file, read
+    by :func:`keep_gaps_apart`, never kept themselves)."""
+    spans, ranges, at = [], [], 0
     for name, start, size, kind in sorted(places, key=lambda p: p[1]):
         if start < at:
             raise CorruptDataError(f"{path}: tensor {name!r} overlaps the one before it")
-        gaps.append(bytes(raw[at:start]))
+        spans.append([at, start])
         ranges.append([name, start, size, kind])
         at = start + size
-    gaps.append(bytes(raw[at:]))
+    spans.append([at, path.stat().st_size])
     return {
         f"source.{fmt}.ranges": json.dumps(ranges),
-        f"source.{fmt}.gaps": json.dumps([base64.b64encode(g).decode() for g in gaps]),
+        f"source.{fmt}.gap_spans": json.dumps(spans),
     }
 
 
-def keep_gaps_apart(meta: dict[str, str]) -> dict[str, bytes]:
-    """The gaps of ``meta`` (a source's metadata, changed in place) as hidden files, each
-    a run of bytes, their lengths left in their place: the file's in :data:`GAPS_FILE`,
-    those of each of its other files (``source.<format>.external``: an ONNX model's data
-    files) in ``.nncodecs/external-gaps-<i>``."""
+def keep_gaps_apart(meta: dict[str, str], path: Path) -> dict[str, np.ndarray]:
+    """The bytes of the source file ``path`` outside its tensors (``meta``: its metadata,
+    changed in place) as hidden files, each a run of bytes read from the file (one copy,
+    never held twice), their lengths left in their place: the file's in
+    :data:`GAPS_FILE`, those of each of its other files (``source.<format>.external``:
+    an ONNX model's data files, under ``path``'s directory) in
+    ``.nncodecs/external-gaps-<i>``."""
     out = {}
-    for key in [k for k in meta if k.startswith("source.") and k.endswith(".gaps")]:
-        gaps = [base64.b64decode(g) for g in json.loads(meta.pop(key))]
-        meta[key.removesuffix(".gaps") + ".gap_sizes"] = json.dumps([len(g) for g in gaps])
-        out[GAPS_FILE] = b"".join(gaps)
+    for key in [k for k in meta if k.startswith("source.") and k.endswith(".gap_spans")]:
+        data, sizes = _read_spans(path, json.loads(meta.pop(key)))
+        meta[key.removesuffix(".gap_spans") + ".gap_sizes"] = json.dumps(sizes)
+        out[GAPS_FILE] = data
     for key in [k for k in meta if k.startswith("source.") and k.endswith(".external")]:
         records = json.loads(meta[key])
         for i, record in enumerate(records):
-            gaps = [base64.b64decode(g) for g in record.pop("gaps")]
-            record["gap_sizes"] = [len(g) for g in gaps]
+            spans = record.pop("gap_spans")
+            data, record["gap_sizes"] = _read_spans(path.parent / record["file"], spans)
             record["gaps_file"] = f"{HIDDEN}external-gaps-{i}"
-            out[record["gaps_file"]] = b"".join(gaps)
+            out[record["gaps_file"]] = data
         meta[key] = json.dumps(records)
     return out
 
 
-def _split(data: bytes, sizes: Any) -> list[bytes]:
+def _read_spans(path: Path, spans: list[list[int]]) -> tuple[np.ndarray, list[int]]:
+    """The bytes of ``spans`` of a file, one after another, and each one's length."""
+    sizes = [b - a for a, b in spans]
+    data = np.empty(sum(sizes), np.uint8)
+    at = 0
+    with path.open("rb") as f:
+        for (start, _), size in zip(spans, sizes, strict=True):
+            f.seek(start)
+            if f.readinto(memoryview(data)[at : at + size]) != size:
+                raise CorruptDataError(f"{path}: the file changed while it was read")
+            at += size
+    return data, sizes
+
+
+def _split(data: bytes, sizes: Any) -> list[Any]:
     if not (isinstance(sizes, list) and all(type(n) is int and n >= 0 for n in sizes)
             and sum(sizes) == len(data)):  # fmt: skip
         raise ValueError(f"gap sizes that do not add up to the {len(data)} bytes kept")
     ends = np.cumsum([0, *sizes]).tolist()
-    return [data[a:b] for a, b in itertools.pairwise(ends)]
+    view = memoryview(data)  # (slices of the one read, not copies)
+    return [view[a:b] for a, b in itertools.pairwise(ends)]
 
 
-def _gaps(r: Any, fmt: str) -> list[bytes]:
+def _gaps(r: Any, fmt: str) -> list[Any]:
     """The kept bytes between and around the tensors: inline, or in :data:`GAPS_FILE`."""
     if f"source.{fmt}.gaps" in r.metadata:
         return [base64.b64decode(g) for g in json.loads(r.metadata[f"source.{fmt}.gaps"])]
     return _split(r.read_file(GAPS_FILE), json.loads(r.metadata[f"source.{fmt}.gap_sizes"]))
 
 
-def record_gaps(r: Any, record: dict[str, Any]) -> list[bytes]:
+def record_gaps(r: Any, record: dict[str, Any]) -> list[Any]:
     """The gaps of another file of the source (a record of ``source.<format>.external``):
     inline (``gaps``, base64), or in its hidden file (``gaps_file``, ``gap_sizes``)."""
     if "gaps" in record:
