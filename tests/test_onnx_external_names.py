@@ -11,6 +11,7 @@ output names as its own; each file written beside the output is named on stderr.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -110,6 +111,14 @@ def test_an_older_container_never_writes_a_dotfile_beside_the_users_files(
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "new" / name).read_bytes() == (tmp_path / "src" / name).read_bytes()
     assert f"also wrote {tmp_path / 'new' / name}" in r.stderr
+    # --json lists them too, and its stdout is that one object
+    out = tmp_path / "json" / "model.onnx"
+    r = run_cli("decompress", str(container), "-o", str(out), "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    record = json.loads(r.stdout)
+    assert record["beside"] == [str(out.parent / name)] and record["format"] == "onnx"
+    assert record["output"] == str(out) and record["bytes"] == out.stat().st_size
+    assert f"also wrote {out.parent / name}" in r.stderr
 
 
 def test_no_link_on_the_way_and_no_user_file_replaced(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -94,8 +95,13 @@ def cmd_decompress(args: argparse.Namespace) -> int:
     bar.finish()
     for path in beside:  # (files the container named: always told, even with -q)
         print(f"nncodecs: also wrote {path} (external data the model names)", file=sys.stderr)
-    if not args.quiet:
-        print(f"{src} -> {out} ({fmt}, {human(_size(Path(out.removeprefix('file://'))))})")
+    size = _size(Path(out.removeprefix("file://")))
+    if args.json:  # (what was written, every file of it, for a script)
+        also = [str(p) for p in beside]
+        record = {"input": str(src), "output": out, "format": fmt, "bytes": size, "beside": also}
+        print(json.dumps(record))
+    elif not args.quiet:
+        print(f"{src} -> {out} ({fmt}, {human(size)})")
     return 0
 
 

@@ -173,6 +173,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-f", "--force", action="store_true", help=FORCE_HELP)
     p.add_argument("--reference", action="append", default=None, metavar="CONTAINER",
                    help=READ_REFERENCE_HELP)  # fmt: skip
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object: input, output, format, bytes, and the files written "
+        "beside the output (an ONNX model's external data)",
+    )
 
     p = command("info", "list the tensors of a container or a model file", cmd_info)
     p.add_argument("input", type=container_input, help="a container or a model file")
