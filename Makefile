@@ -14,7 +14,7 @@ VDEMO := .venv/demo
 PIP_QUIET := --quiet --disable-pip-version-check
 
 # Build tools first (the package is built without build isolation, from these).
-BUILD_DEPS := "scikit-build-core>=0.10" "pybind11>=2.12" cmake ninja
+BUILD_DEPS := "scikit-build-core>=0.11" "pybind11>=2.12" cmake ninja
 # nvidia-cuda-nvrtc-cu12: NVRTC without a GPU, to compile-check the shared rANS header.
 # distributed, s3fs and moto[server]: archiving on a LocalCluster into a real S3-compatible
 # server (distributed pinned to a current release: when dask is newer than any distributed

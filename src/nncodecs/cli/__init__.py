@@ -60,6 +60,12 @@ def _run(args: argparse.Namespace) -> int:
         kind = "corrupt data" if isinstance(exc, CorruptDataError) else "error"
         kind = "reference" if isinstance(exc, ReferenceProblemError) else kind
         text = " ".join(str(exc).split()) or type(exc).__name__
+        if isinstance(exc, ModuleNotFoundError):  # (another package's import of an extra's)
+            from nncodecs.extras import EXTRAS, MissingExtraError, missing_message
+
+            package = (exc.name or "").partition(".")[0]
+            if not isinstance(exc, MissingExtraError) and package in EXTRAS:
+                text = missing_message(package)
         print(f"nncodecs: {kind}: {_with_path(text, exc, args)}", file=sys.stderr)
         _quiet_exit()
         return 1

@@ -20,6 +20,7 @@ from zarr.storage import LocalStore, WrapperStore, ZipStore
 from nncodecs.container import storage, zarr_docs
 from nncodecs.container.files import ContainerFiles, check_zip, is_zip_target
 from nncodecs.errors import CorruptDataError, NotAContainerError
+from nncodecs.extras import need_for_url
 from nncodecs.outputs import is_chained, is_url
 
 __all__ = ["CheckedStore", "describe_target", "files_of", "open_store", "zarr_store"]
@@ -76,6 +77,7 @@ def open_store(
                 f"{target}: a zip container on an object store is not supported; "
                 "write a directory container there (s3://bucket/model.zarr)"
             )
+        need_for_url(str(target))
         from zarr.storage import FsspecStore
 
         store = FsspecStore.from_url(

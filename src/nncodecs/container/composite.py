@@ -20,6 +20,7 @@ from nncodecs import _core
 from nncodecs.container.arrays import convert, to_host_array
 from nncodecs.dtypes import dtype_name, normalize_dtype
 from nncodecs.errors import CorruptDataError
+from nncodecs.extras import need
 
 __all__ = [
     "Records",
@@ -251,6 +252,7 @@ def assemble(name: str, kind: str, parts: dict[str, np.ndarray], attrs: dict, to
         raise CorruptDataError(f"{exc} (its parts contradict its records)") from None
     shape = tuple(attrs["shape"])
     if to == "scipy":
+        need("scipy.sparse", "to='scipy'")
         import scipy.sparse
 
         if kind == "coo":

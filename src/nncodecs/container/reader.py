@@ -22,6 +22,7 @@ from nncodecs.container.gcpause import collector_paused
 from nncodecs.container.kept import HIDDEN, check_pieces, kept_key
 from nncodecs.container.tensor_info import TensorInfo, info_from_doc, info_from_node
 from nncodecs.errors import CorruptDataError, raised_by_nncodecs
+from nncodecs.extras import need
 from nncodecs.frame import set_threads
 
 __all__ = ["Reader", "TensorInfo"]
@@ -312,7 +313,7 @@ class Reader(DeltaReads):
         """A dense tensor as a dask array over its Zarr array (its chunks read
         and decoded as tasks, on any scheduler); with no name, a dict of every
         dense tensor's."""
-        import dask.array as da
+        da = need("dask.array", "Reader.to_dask")
 
         if name is None:
             return {n: self.to_dask(n) for n in self._order if self.layout(n) == "dense"}

@@ -25,6 +25,7 @@ from nncodecs.container import delta, docs, encoding, layout, storage
 from nncodecs.container.delta_writes import against, delta_objects
 from nncodecs.container.names import escape
 from nncodecs.container.references import recorded_location
+from nncodecs.extras import need
 from nncodecs.formats.archive_tasks import ArchiveResult, Model, _client, _compute, _store
 from nncodecs.outputs import check_output, is_url
 
@@ -142,7 +143,7 @@ def run_chain(models: list[Model], finals: list[str], storage_options: dict[str,
               max_chain: int) -> ArchiveResult:  # fmt: skip
     """Write ``models`` (a series, in order; ``finals``: the places each container ends
     up, which the next records as its reference) as described above."""
-    import dask
+    dask = need("dask", "archive")
 
     if codec not in ("auto", "rans", "huffman"):
         raise ValueError(

@@ -20,6 +20,7 @@ from nncodecs.container import layout
 from nncodecs.container._store import open_store
 from nncodecs.container.names import escape
 from nncodecs.dtypes import dtype_name
+from nncodecs.extras import need
 from nncodecs.formats.source import Tensor
 from nncodecs.outputs import check_output, is_url
 
@@ -237,7 +238,7 @@ def run(models: list[Model], storage_options: dict[str, Any] | None, codec: str,
 
 
 def _task(target: str, options: str, items: list[tuple[Any, ...]]) -> Any:
-    import dask
+    dask = need("dask", "archive")
 
     return dask.delayed(_write_slabs, pure=False)(target, options, items)
 
@@ -245,9 +246,7 @@ def _task(target: str, options: str, items: list[tuple[Any, ...]]) -> Any:
 def _client(scheduler: Any) -> Any:
     """The dask.distributed Client of a scheduler argument (``None`` for local ones)."""
     if isinstance(scheduler, str) and "://" in scheduler:
-        from distributed import Client
-
-        return Client(scheduler)
+        return need("distributed", "a dask.distributed scheduler").Client(scheduler)
     return scheduler if type(scheduler).__name__ == "Client" else None
 
 

@@ -19,6 +19,7 @@ import numpy as np
 from nncodecs.container.composite import Records
 from nncodecs.dtypes import normalize_dtype
 from nncodecs.errors import CorruptDataError
+from nncodecs.extras import need
 from nncodecs.formats.ggml import BLOCK_FIELDS
 from nncodecs.formats.gguf_header import check_gguf_header
 from nncodecs.formats.source import FileRows, Source, Tensor
@@ -40,7 +41,7 @@ class GgufSource(Source):
         self.places: list[tuple[str, int, int, str]] = []  # (name, offset, bytes, GGML type)
 
     def _list(self) -> list[Tensor]:
-        from gguf import GGUFReader
+        GGUFReader = need("gguf", "reading GGUF").GGUFReader  # noqa: N806 (the package's name)
 
         check_gguf_header(self.path)  # (the package trusts its counts: a forged one hangs it)
         try:

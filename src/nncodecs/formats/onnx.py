@@ -34,6 +34,7 @@ import numpy as np
 
 from nncodecs.dtypes import dtype_name
 from nncodecs.errors import CorruptDataError
+from nncodecs.extras import need
 from nncodecs.formats.onnx_external import EXTERNAL, check_external_name, external_records
 from nncodecs.formats.onnx_graph import WireTensor, graph_tensors
 from nncodecs.formats.paths import inside
@@ -179,14 +180,8 @@ class OnnxSource(Source):
 
     def _typed(self, wt: WireTensor) -> np.ndarray:
         """Values in typed fields, decoded by the onnx package from their own bytes."""
-        try:
-            import onnx
-            from onnx import numpy_helper
-        except ImportError:
-            raise ValueError(
-                f"{self.path}: tensor {wt.name!r} keeps its values in typed fields, which "
-                "nncodecs reads with the onnx package (pip install onnx)"
-            ) from None
+        onnx = need("onnx", f"tensor {wt.name!r}, whose values are in typed fields,")
+        numpy_helper = need("onnx.numpy_helper", "reading ONNX typed fields")
         with self.path.open("rb") as f:
             data = b""
             for start, end in wt.message:

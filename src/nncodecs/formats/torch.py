@@ -18,6 +18,7 @@ from typing import Any
 
 from nncodecs.dtypes import dtype_name, normalize_dtype
 from nncodecs.errors import CorruptDataError
+from nncodecs.extras import need
 from nncodecs.formats.source import Source, Tensor
 from nncodecs.formats.spliced import Place, spliced_metadata
 
@@ -136,7 +137,7 @@ def load_torch_weights(path: Path) -> dict[str, Any]:
 
     Whatever the loader raises on a damaged or hostile file (its unpickler's IndexError,
     a SafetensorError for a file it takes for safetensors, ...) is a ``ValueError``."""
-    import torch
+    torch = need("torch", "reading a PyTorch checkpoint")
 
     try:
         obj = torch.load(path, map_location="cpu", weights_only=True, mmap=zipfile.is_zipfile(path))

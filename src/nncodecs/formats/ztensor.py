@@ -11,6 +11,7 @@ import numpy as np
 
 from nncodecs.dtypes import normalize_dtype
 from nncodecs.errors import CorruptDataError
+from nncodecs.extras import need
 from nncodecs.formats.source import Source, Tensor
 
 __all__ = ["ZtensorSource"]
@@ -30,10 +31,7 @@ class ZtensorSource(Source):
 
     def _list(self) -> list[Tensor]:
         path = self.path
-        try:
-            import ztensor
-        except ImportError:
-            raise ValueError(f"{path}: reading ztensor needs the ztensor package") from None
+        ztensor = need("ztensor", "reading a ztensor file")
         try:
             items = list(ztensor.open(str(path)).items())
         except Exception as exc:  # the package's own errors for a bad file
@@ -82,10 +80,8 @@ class ZtensorSource(Source):
         dtype, path = normalize_dtype(kind), self.path
 
         def load() -> Any:
-            try:
-                import scipy.sparse
-            except ImportError:
-                raise ValueError(f"{path}: its CSR tensors need SciPy") from None
+            scipy = need("scipy", "reading ztensor's CSR tensors")
+            need("scipy.sparse", "reading ztensor's CSR tensors")
             arrays = _csr_arrays(path, name, dtype, index)
             try:
                 matrix = scipy.sparse.csr_matrix(tuple(arrays), shape=shape)

@@ -15,6 +15,7 @@ from typing import Any
 
 from nncodecs.container.gcpause import collector_paused
 from nncodecs.container.reader import Reader
+from nncodecs.extras import need
 from nncodecs.formats.source import ORDER, TIED, named_order
 from nncodecs.frame import get_threads
 
@@ -51,8 +52,7 @@ def save_state_dict(state_dict: dict[str, Any], path: Any, codec: str = "auto") 
 def load_state_dict(path: Any, device: str = "cpu") -> dict[str, Any]:
     """The state dict back, in its order, tied tensors as one tensor."""
     if device != "cpu":
-        import torch
-
+        torch = need("torch", "a device other than the CPU")
         torch.device(device)  # (a bad name refused before anything is read)
     with collector_paused(), Reader(path) as r:
         order, tied = named_order(r)  # (checked: a tie names a stored tensor)

@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from nncodecs.extras import need
 from nncodecs.formats import compress, decompress
 from nncodecs.formats.paths import inside
 from nncodecs.integrations.torch import load_state_dict
@@ -83,7 +84,7 @@ def load_model(container: str | Path, config_dir: str | Path, model_class: Any =
     ``model_class`` defaults to ``transformers.AutoModel``; every weight of the
     model must be in the container (a missing or unexpected one raises).
     """
-    import transformers
+    transformers = need("transformers", "loading a container into transformers")
 
     config = transformers.AutoConfig.from_pretrained(config_dir, local_files_only=True)
     cls = model_class or transformers.AutoModel
@@ -110,7 +111,7 @@ def from_pretrained(container: str | Path, model_class: Any = None, **kwargs: An
     downloaded and nothing is written beside the container."""
     import tempfile
 
-    import transformers
+    transformers = need("transformers", "snapshot_to_containers")
 
     from nncodecs.container import Reader
 
