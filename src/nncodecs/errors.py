@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
+
 __all__ = [
     "CorruptDataError",
     "NNCodecsError",
     "NotAContainerError",
     "ReferenceNeededError",
     "ReferenceProblemError",
+    "plain_message",
     "raised_by_nncodecs",
 ]
 
@@ -50,3 +53,19 @@ def raised_by_nncodecs(exc: BaseException) -> bool:
     if last is None:
         return False
     return str(last.tb_frame.f_globals.get("__name__")).startswith("nncodecs.")
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+_ERRNO = re.compile(r"^\[Errno -?\d+\]\s*")
+
+
+def plain_message(text: str) -> str:
+    """Another package's message as one plain line: terminal escapes (bold, colours)
+    removed, ``[Errno N]`` prefixes dropped, whitespace runs made one space.
+
+    >>> plain_message("\\x1b[1mbold\\x1b[0m  text\\n\\tmore")
+    'bold text more'
+    >>> plain_message("[Errno 11] out.zarr: another writer holds it")
+    'out.zarr: another writer holds it'
+    """
+    return _ERRNO.sub("", " ".join(_ANSI.sub("", text).split()))

@@ -12,6 +12,7 @@ import os
 import sys
 from typing import Any
 
+from nncodecs.cli.errors import error_line
 from nncodecs.cli.parser import build_parser
 
 __all__ = ["main"]
@@ -55,18 +56,7 @@ def _run(args: argparse.Namespace) -> int:
     except BrokenPipeError:  # (``nncodecs info ... | head``: the reader has all it wanted)
         return _closed_pipe()
     except Exception as exc:  # one line for people, not a traceback
-        from nncodecs.errors import CorruptDataError, ReferenceProblemError
-
-        kind = "corrupt data" if isinstance(exc, CorruptDataError) else "error"
-        kind = "reference" if isinstance(exc, ReferenceProblemError) else kind
-        text = " ".join(str(exc).split()) or type(exc).__name__
-        if isinstance(exc, ModuleNotFoundError):  # (another package's import of an extra's)
-            from nncodecs.extras import EXTRAS, MissingExtraError, missing_message
-
-            package = (exc.name or "").partition(".")[0]
-            if not isinstance(exc, MissingExtraError) and package in EXTRAS:
-                text = missing_message(package)
-        print(f"nncodecs: {kind}: {_with_path(text, exc, args)}", file=sys.stderr)
+        print(error_line(exc, args), file=sys.stderr)
         _quiet_exit()
         return 1
 
@@ -92,19 +82,6 @@ def _terminate_as_interrupt() -> Any:
     if threading.current_thread() is not threading.main_thread():
         return None
     return signal.signal(signal.SIGTERM, stop)
-
-
-def _with_path(text: str, exc: Exception, args: argparse.Namespace) -> str:
-    """The message names a path the user gave: an error from deep down (a full disk, a
-    tensor's dtype) gets the output's (for errors of the file system) or the input's."""
-    inputs = [getattr(args, "input", None), *(getattr(args, "inputs", None) or [])]
-    named = [str(p) for p in (*inputs, getattr(args, "output", None)) if p]
-    if any(p in text for p in named):
-        return text
-    output = getattr(args, "output", None)
-    if isinstance(exc, OSError) and output and not getattr(exc, "filename", None):
-        return f"{output}: {text}"
-    return f"{named[0]}: {text}" if named else text
 
 
 def _quiet_exit() -> None:

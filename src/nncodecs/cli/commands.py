@@ -3,28 +3,37 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
+from nncodecs.cli.habits import check_cli_output
 from nncodecs.cli.info import of_source, source_count
+from nncodecs.cli.many import run_each
 from nncodecs.cli.progress import ProgressBar, human
+from nncodecs.cli.report import emit
 
 __all__ = ["cmd_compress", "cmd_convert", "cmd_decompress", "cmd_merge", "cmd_verify"]
 
 
 def cmd_compress(args: argparse.Namespace) -> int:
+    from nncodecs.formats.paths import default_container
+
+    if args.max_chain is not None and not args.reference:
+        raise ValueError("--max-chain bounds chains of references: give --reference too")
+    return run_each(args, _compress_one, default_container)
+
+
+def _compress_one(args: argparse.Namespace) -> dict[str, Any]:
     from nncodecs.formats import compress
     from nncodecs.formats.paths import default_container
 
     src = Path(args.input)
-    if args.max_chain is not None and not args.reference:
-        raise ValueError("--max-chain bounds chains of references: give --reference too")
     if args.dask is not None:
         return _compress_dask(args, src)
     # (beside the input, and beside the folder an index file stands for: never inside it)
     out = args.output or str(default_container(src))
+    check_cli_output(out, args.force)
     bar = ProgressBar("compress", args.quiet)
     fmt = compress(
         src,
@@ -38,9 +47,16 @@ def cmd_compress(args: argparse.Namespace) -> int:
         max_chain=args.max_chain,
     )
     bar.finish()
-    if not args.quiet:
+    if not (args.quiet or args.json):
         _report(src, fmt, out)
-    return 0
+    stored = None if "://" in out else _size(Path(out.removeprefix("file://")))
+    return {
+        "input": str(src),
+        "output": out,
+        "format": fmt,
+        "original_bytes": _size(src),
+        "stored_bytes": stored,
+    }
 
 
 def _report(src: Path, fmt: str, out: str) -> None:
@@ -55,13 +71,14 @@ def _report(src: Path, fmt: str, out: str) -> None:
     )
 
 
-def _compress_dask(args: argparse.Namespace, src: Path) -> int:
+def _compress_dask(args: argparse.Namespace, src: Path) -> dict[str, Any]:
     """``compress --dask [ADDRESS]``: slabs of shards as dask tasks (nncodecs.archive)."""
     from nncodecs.formats import archive, check_container_name
     from nncodecs.outputs import check_output
 
     if not args.output or args.output.endswith(".zip"):
         raise ValueError("--dask writes a directory or URL container: give -o NAME.zarr")
+    check_cli_output(args.output, args.force)
     kwargs: dict[str, Any] = {"codec": args.codec, "progress": not args.quiet}
     if args.chunk_bytes:
         kwargs["chunk_bytes"] = args.chunk_bytes
@@ -70,17 +87,31 @@ def _compress_dask(args: argparse.Namespace, src: Path) -> int:
         check_container_name(Path(args.output))
         check_output(Path(args.output), args.force, inputs=(src,))
     result = archive(src, args.output, scheduler=scheduler, overwrite=args.force, **kwargs)
-    if not args.quiet:
+    if not (args.quiet or args.json):
         print(f"{src} -> {args.output}: {result.tensors} tensors, {human(result.nbytes)} in "
               f"{result.tasks} tasks")  # fmt: skip
-    return 0
+    return {
+        "input": str(src),
+        "output": args.output,
+        "format": "safetensors",
+        "tensors": result.tensors,
+        "original_bytes": result.nbytes,
+        "tasks": result.tasks,
+    }
 
 
 def cmd_decompress(args: argparse.Namespace) -> int:
+    from nncodecs.formats import default_output
+
+    return run_each(args, _decompress_one, default_output)
+
+
+def _decompress_one(args: argparse.Namespace) -> dict[str, Any]:
     from nncodecs.formats import decompress, default_output
 
     src = Path(args.input)
     out = args.output or str(default_output(src))  # a str: Path would turn s3:// into s3:/
+    check_cli_output(out, args.force)
     bar = ProgressBar("decompress", args.quiet)
     beside: list[Path] = []
     fmt = decompress(
@@ -96,13 +127,11 @@ def cmd_decompress(args: argparse.Namespace) -> int:
     for path in beside:  # (files the container named: always told, even with -q)
         print(f"nncodecs: also wrote {path} (external data the model names)", file=sys.stderr)
     size = _size(Path(out.removeprefix("file://")))
-    if args.json:  # (what was written, every file of it, for a script)
-        also = [str(p) for p in beside]
-        record = {"input": str(src), "output": out, "format": fmt, "bytes": size, "beside": also}
-        print(json.dumps(record))
-    elif not args.quiet:
+    if not (args.quiet or args.json):
         print(f"{src} -> {out} ({fmt}, {human(size)})")
-    return 0
+    # (what was written, every file of it, for a script)
+    also = [str(p) for p in beside]
+    return {"input": str(src), "output": out, "format": fmt, "bytes": size, "beside": also}
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -128,7 +157,20 @@ def cmd_verify(args: argparse.Namespace) -> int:
                 f"{args.input}: {len(order)} tensors, but the source had {count}: "
                 f"{'some are missing' if count > len(order) else 'more than it had'}"
             )
-        if not args.quiet:
+        if args.json:
+            emit(
+                args,
+                input=str(args.input),
+                ok=True,
+                tensors=len(order),
+                tied=len(tied),
+                kept_files=len(r.files()),
+                source_tensors=count,
+                source_format=fmt or None,
+                source_exact=bool(exact),
+                references=len(r.references()),
+            )
+        elif not args.quiet:
             more = f" ({len(tied)} of them tied: stored once)" if tied else ""
             files = f", {len(r.files())} kept files" if r.files() else ""
             back = f"; its {fmt} source comes back byte for byte" if exact else ""
@@ -146,10 +188,13 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def cmd_merge(args: argparse.Namespace) -> int:
     from nncodecs.formats import merge_containers
 
+    check_cli_output(args.output, args.force)
     merge_containers(
         args.inputs, args.output, codec=args.codec, force=args.force, references=args.reference
     )
-    if not args.quiet:
+    if args.json:
+        emit(args, inputs=[str(i) for i in args.inputs], output=args.output)
+    elif not args.quiet:
         print(f"{len(args.inputs)} containers -> {args.output}")
     return 0
 
@@ -158,8 +203,11 @@ def cmd_convert(args: argparse.Namespace) -> int:
     """By what the input is and what -o's suffix names (:func:`nncodecs.formats.convert`)."""
     from nncodecs.formats import convert
 
+    check_cli_output(args.output, args.force)
     fmt = convert(args.input, args.output, fmt=args.format, codec=args.codec, force=args.force)
-    if not args.quiet:
+    if args.json:
+        emit(args, input=str(args.input), output=args.output, format=fmt)
+    elif not args.quiet:
         print(f"{Path(args.input)} -> {args.output} ({fmt})")
     return 0
 

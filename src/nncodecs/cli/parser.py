@@ -88,6 +88,14 @@ CODECS = ["auto", "rans", "huffman", "zstd", "raw"]
 CODEC_HELP = "codec of every tensor: auto (the fused weights codec, default), rans, huffman, " \
     "zstd or raw"  # fmt: skip
 FORCE_HELP = "replace an existing output (a directory only if it is an nncodecs container)"
+OUTPUT_DIR_HELP = (
+    "write each output into DIR (an existing folder) under its default name; with several "
+    "inputs, one failing does not stop the others"
+)
+JSON_HELP = (
+    "print one JSON object on stdout (its fields: docs/cli.md), messages and progress on "
+    "stderr only"
+)
 
 
 READ_REFERENCE_HELP = (
@@ -123,6 +131,8 @@ def build_parser() -> argparse.ArgumentParser:
         )
         p.set_defaults(fn=fn)
         p.add_argument("-q", "--quiet", action="store_true", help="no progress bar, no summary")
+        if name != "info":  # (info's --json lists the tensors: its own help)
+            p.add_argument("--json", action="store_true", help=JSON_HELP)
         return p
 
     p = command(
@@ -130,9 +140,15 @@ def build_parser() -> argparse.ArgumentParser:
         f"compress a model file ({reads}) or a directory of safetensors shards",
         cmd_compress,
     )
-    p.add_argument("input", help="the model file, or a directory of shards")
+    p.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="input",
+        help="the model file, or a directory of shards (several: each to its own container)",
+    )
     p.add_argument("-o", "--output", help="the container: NAME.zarr.zip (one file), NAME.zarr "
                    "(a directory) or a URL (default: INPUT.zarr.zip)")  # fmt: skip
+    p.add_argument("--output-dir", metavar="DIR", help=OUTPUT_DIR_HELP)
     p.add_argument("--codec", default="auto", choices=CODECS, help=CODEC_HELP)
     p.add_argument("--threads", type=_positive, default=None, help="threads (default: every core)")
     p.add_argument(
@@ -163,9 +179,16 @@ def build_parser() -> argparse.ArgumentParser:
         "files and torch zip checkpoints byte-identical)",
         cmd_decompress,
     )
-    p.add_argument("input", type=container_input, help="the container")
+    p.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="input",
+        type=container_input,
+        help="the container (several: each restored to its own default name)",
+    )
     p.add_argument("-o", "--output", help="where to (default: INPUT without .zarr.zip, with the "
                    "suffix of the format it is restored to)")  # fmt: skip
+    p.add_argument("--output-dir", metavar="DIR", help=OUTPUT_DIR_HELP)
     p.add_argument(
         "--format", choices=list(dict.fromkeys(WRITE_FORMATS.values())), default=None,
         help="the format to write (default: -o's suffix, else the source's)",
@@ -173,12 +196,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-f", "--force", action="store_true", help=FORCE_HELP)
     p.add_argument("--reference", action="append", default=None, metavar="CONTAINER",
                    help=READ_REFERENCE_HELP)  # fmt: skip
-    p.add_argument(
-        "--json",
-        action="store_true",
-        help="print one JSON object: input, output, format, bytes, and the files written "
-        "beside the output (an ONNX model's external data)",
-    )
 
     p = command("info", "list the tensors of a container or a model file", cmd_info)
     p.add_argument("input", type=container_input, help="a container or a model file")

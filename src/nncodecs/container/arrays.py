@@ -8,8 +8,9 @@ from typing import Any
 import numpy as np
 
 from nncodecs.dtypes import array_kind, as_numpy, to_torch
+from nncodecs.extras import need
 
-__all__ = ["convert", "to_host_array"]
+__all__ = ["convert", "dask_array", "to_host_array"]
 
 
 def to_host_array(tensor: Any) -> np.ndarray:
@@ -36,3 +37,10 @@ def convert(arr: np.ndarray, to: str, owned: bool = False) -> Any:
 
         return cupy.asarray(arr)
     raise ValueError(f"to must be 'numpy', 'torch' or 'cupy', got {to!r}")
+
+
+def dask_array(node: Any, delta: bool) -> Any:
+    """A tensor's Zarr array as a dask array (a delta one through its decoded reads:
+    ``from_array``, never Zarr's own chunk reads, which cannot fetch the reference)."""
+    da = need("dask.array", "Reader.to_dask")
+    return da.from_array(node, node.chunks) if delta else da.from_zarr(node)

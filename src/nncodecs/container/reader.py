@@ -11,7 +11,7 @@ from typing import Any, Self
 import numpy as np
 
 from nncodecs.container import layout, storage
-from nncodecs.container.arrays import convert
+from nncodecs.container.arrays import convert, dask_array
 from nncodecs.container.checks import check_crc, check_size
 from nncodecs.container.composite import assemble
 from nncodecs.container.declared import Declared, declared
@@ -22,7 +22,6 @@ from nncodecs.container.gcpause import collector_paused
 from nncodecs.container.kept import HIDDEN, check_pieces, kept_key
 from nncodecs.container.tensor_info import TensorInfo, info_from_doc, info_from_node
 from nncodecs.errors import CorruptDataError, raised_by_nncodecs
-from nncodecs.extras import need
 from nncodecs.frame import set_threads
 
 __all__ = ["Reader", "TensorInfo"]
@@ -313,14 +312,12 @@ class Reader(DeltaReads):
         """A dense tensor as a dask array over its Zarr array (its chunks read
         and decoded as tasks, on any scheduler); with no name, a dict of every
         dense tensor's."""
-        da = need("dask.array", "Reader.to_dask")
-
         if name is None:
             return {n: self.to_dask(n) for n in self._order if self.layout(n) == "dense"}
         if self.layout(name) != "dense":
             raise ValueError(f"tensor {name!r} is {self.layout(name)}: to_dask takes dense ones")
         node = self[name]
-        return da.from_array(node, node.chunks) if self._delta_of(name) else da.from_zarr(node)
+        return dask_array(node, self._delta_of(name) is not None)
 
     def _read_on_device(self, name: str, to: str, device: str) -> Any:
         if self.layout(name) != "dense":

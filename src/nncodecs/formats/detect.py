@@ -36,7 +36,9 @@ def detect_format(path: str | Path) -> str:
             return "container"
         if path.joinpath(INDEX).is_file() or any(path.glob("*.safetensors")):
             return "safetensors-dir"
-        raise ValueError(f"{path}: a directory with no container and no .safetensors files")
+        raise ValueError(
+            f"{path}: a directory with no container and no .safetensors files{_cache_hint(path)}"
+        )
     if path.name.endswith(".index.json"):
         return "safetensors-dir"
     with path.open("rb") as f:
@@ -69,3 +71,19 @@ def detect_format(path: str | Path) -> str:
     raise ValueError(
         f"{path}: not a format nncodecs reads ({', '.join(READ_FORMATS)}, or a container)"
     )
+
+
+def _cache_hint(path: Path) -> str:
+    """A Hugging Face cache repository (``models--org--name``: ``blobs/``, ``refs/``,
+    ``snapshots/<revision>/``) holds its model in a snapshot: name one."""
+    snapshots = path / "snapshots"
+    if not (snapshots.is_dir() and (path / "blobs").is_dir()):
+        return ""
+    revisions = sorted(p.name for p in snapshots.iterdir() if p.is_dir())
+    main = path / "refs" / "main"
+    try:
+        current = main.read_text().strip() if main.is_file() else ""
+    except (OSError, UnicodeDecodeError):
+        current = ""
+    pick = current if current in revisions else (revisions[-1] if revisions else "<revision>")
+    return f"; it is a Hugging Face cache repository: give one of its snapshots, {snapshots / pick}"

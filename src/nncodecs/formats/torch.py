@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from nncodecs.dtypes import dtype_name, normalize_dtype
-from nncodecs.errors import CorruptDataError
+from nncodecs.errors import CorruptDataError, plain_message
 from nncodecs.extras import need
 from nncodecs.formats.source import Source, Tensor
 from nncodecs.formats.spliced import Place, spliced_metadata
@@ -132,6 +132,17 @@ class TorchSource(Source):
         return dict(self._ties)
 
 
+def _reason(message: str) -> str:
+    """What torch's loader says is wrong, as one whole sentence: its weights-only
+    refusal is paragraphs of advice around one line (``WeightsUnpickler error: ...``)."""
+    text = plain_message(message)
+    _, found, rest = text.partition("WeightsUnpickler error: ")
+    if found:
+        text = rest
+    end = text.find(". ")
+    return text[: end + 1] if end >= 0 else text
+
+
 def load_torch_weights(path: Path) -> dict[str, Any]:
     """A PyTorch checkpoint's tensors, loaded with ``weights_only=True``: no code runs.
 
@@ -144,7 +155,7 @@ def load_torch_weights(path: Path) -> dict[str, Any]:
     except MemoryError:
         raise
     except Exception as exc:  # (a third-party loader: its failures have no fixed class)
-        why = (str(exc).splitlines() or [type(exc).__name__])[0]
+        why = _reason(str(exc)) or type(exc).__name__
         raise ValueError(f"{path}: refused: not a weights-only PyTorch file ({why})") from None
     if isinstance(obj, dict) and "state_dict" in obj and isinstance(obj["state_dict"], dict):
         others = sorted(str(k) for k in obj if k != "state_dict")

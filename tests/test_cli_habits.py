@@ -1,0 +1,186 @@
+"""The habits users bring from zstd, tar and huggingface-cli, tried as whole processes of
+the ``nncodecs`` command: outputs into missing folders, onto empty folders and ``-o -``;
+a Hugging Face cache repository given for its snapshot; ``--json`` on every command."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nncodecs.cli.report import JSON_VERSION
+
+
+def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "nncodecs", *args]
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+
+
+def tree(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    from safetensors.numpy import save_file
+
+    rng = np.random.default_rng(2)
+    tensors = {"w": rng.standard_normal((64, 32)).astype(np.float32), "b": np.ones(32, "f2")}
+    save_file(tensors, str(tmp_path / "m.safetensors"))
+    assert run("compress", "m.safetensors", "-q", cwd=tmp_path).returncode == 0
+    return tmp_path
+
+
+def refused(r: subprocess.CompletedProcess, *words: str) -> None:
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and all(w in lines[0] for w in words), r.stderr
+
+
+COMMANDS = [
+    ("compress", "m.safetensors"),
+    ("decompress", "m.safetensors.zarr.zip"),
+    ("convert", "m.safetensors"),
+    ("merge", "m.safetensors.zarr.zip"),
+]
+
+
+@pytest.mark.parametrize(("command", "source"), COMMANDS)
+def test_no_folder_is_made_for_an_output(work: Path, command: str, source: str) -> None:
+    before = tree(work)
+    out = "new/sub/out.npz" if command == "convert" else "new/sub/out.zarr.zip"
+    if command == "decompress":
+        out = "new/sub/out.safetensors"
+    refused(run(command, source, "-o", out, cwd=work), "new/sub", "no such directory")
+    assert tree(work) == before
+
+
+@pytest.mark.parametrize(("command", "source"), COMMANDS)
+def test_standard_output_is_refused_by_name(work: Path, command: str, source: str) -> None:
+    before = tree(work)
+    refused(run(command, source, "-o", "-", cwd=work), "-o -", "standard output")
+    assert tree(work) == before
+
+
+def test_an_empty_folder_is_an_existing_output(work: Path) -> None:
+    (work / "empty").mkdir()
+    refused(run("compress", "m.safetensors", "-o", "empty", cwd=work), "empty", "--force")
+    assert not any((work / "empty").iterdir())
+    r = run("compress", "m.safetensors", "-o", "empty", "--force", "-q", cwd=work)
+    assert r.returncode == 0, r.stderr
+    assert (work / "empty" / "zarr.json").is_file()
+
+
+def test_a_cache_repository_names_its_snapshot(work: Path) -> None:
+    repo = work / "hub" / "models--org--tiny"
+    snapshot = repo / "snapshots" / "0123abc"
+    snapshot.mkdir(parents=True)
+    (repo / "blobs").mkdir()
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("0123abc")
+    (repo / "blobs" / "f00d").write_bytes((work / "m.safetensors").read_bytes())
+    (snapshot / "model.safetensors").symlink_to("../../blobs/f00d")
+    refused(run("compress", str(repo), cwd=work), "Hugging Face cache", str(snapshot))
+    r = run("compress", str(snapshot), "-o", "snap.zarr.zip", "-q", cwd=work)
+    assert r.returncode == 0, r.stderr
+
+
+def json_of(r: subprocess.CompletedProcess, command: str) -> dict:
+    assert r.returncode == 0, r.stderr
+    record = json.loads(r.stdout)  # (one object: nothing else on stdout)
+    assert record["version"] == JSON_VERSION and record["command"] == command
+    return record
+
+
+def test_every_command_speaks_json(work: Path) -> None:
+    r = run("compress", "m.safetensors", "-o", "j.zarr.zip", "--json", cwd=work)
+    record = json_of(r, "compress")
+    assert record["format"] == "safetensors" and record["output"] == "j.zarr.zip"
+    assert record["original_bytes"] == (work / "m.safetensors").stat().st_size
+    assert record["stored_bytes"] == (work / "j.zarr.zip").stat().st_size
+    record = json_of(run("verify", "j.zarr.zip", "--json", cwd=work), "verify")
+    assert record["ok"] and record["tensors"] == 2 and record["source_tensors"] == 2
+    assert record["source_format"] == "safetensors" and record["source_exact"] is False
+    r = run("decompress", "j.zarr.zip", "-o", "back.safetensors", "--json", cwd=work)
+    record = json_of(r, "decompress")
+    assert record["bytes"] == (work / "back.safetensors").stat().st_size
+    assert record["beside"] == [] and record["format"] == "safetensors"
+    r = run("convert", "m.safetensors", "-o", "c.npz", "--json", cwd=work)
+    assert json_of(r, "convert")["format"] == "npz"
+    r = run("merge", "j.zarr.zip", "-o", "merged.zarr.zip", "--json", cwd=work)
+    assert json_of(r, "merge") == {
+        "version": JSON_VERSION,
+        "command": "merge",
+        "inputs": ["j.zarr.zip"],
+        "output": "merged.zarr.zip",
+    }
+    r = run("verify", "nothing.zarr.zip", "--json", cwd=work)
+    assert r.returncode == 1 and r.stdout == "" and "nothing.zarr.zip" in r.stderr
+
+
+def test_messages_are_plain_whole_sentences(work: Path) -> None:
+    """Another package's message cleaned: no terminal escapes, no ``[Errno N]``, a whole
+    sentence; the command's flag named, not the API's keyword."""
+    from nncodecs.output_lock import OutputLock
+
+    r = run("compress", "m.safetensors", cwd=work)  # (its container is there already)
+    refused(r, "exists", "--force")
+    assert "overwrite=True" not in r.stderr
+    lock = OutputLock(work / "held.zarr.zip").acquire()
+    try:
+        r = run("compress", "m.safetensors", "-o", "held.zarr.zip", cwd=work)
+    finally:
+        lock.release()
+    refused(r, "another writer", f"pid {os.getpid()}")
+    assert "Errno" not in r.stderr
+
+
+def test_torchs_refusal_is_one_clean_sentence(work: Path) -> None:
+    from conftest import optional_import
+
+    torch = optional_import("torch")
+    code = "import torch, sys\nclass Foo: pass\ntorch.save({'a': Foo()}, sys.argv[1])\n"
+    subprocess.run([sys.executable, "-c", code, str(work / "foo.pt")], check=True)
+    assert torch is not None
+    r = run("compress", "foo.pt", cwd=work)
+    refused(r, "not a weights-only PyTorch file", "Unsupported global")
+    line = r.stderr.strip()
+    assert "\x1b" not in line and line.endswith("by default.)"), line
+
+
+def test_several_inputs_in_one_call(work: Path) -> None:
+    """Each to its default output, beside it or in --output-dir; one that fails is named
+    and the others go on; the exit status says one failed; --json names each result."""
+    import shutil
+
+    shutil.copy(work / "m.safetensors", work / "n.safetensors")
+    (work / "bad.safetensors").write_bytes(b"\x10" + bytes(7) + b"{}")
+    r = run("compress", "m.safetensors", "bad.safetensors", "n.safetensors", "-f", cwd=work)
+    assert r.returncode == 1
+    assert r.stderr.strip().splitlines()[0].startswith("nncodecs: ")
+    assert "bad.safetensors" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert "2 of 3 inputs done; 1 failed" in r.stdout
+    assert (work / "n.safetensors.zarr.zip").is_file()
+    assert not (work / "bad.safetensors.zarr.zip").exists()
+    (work / "out").mkdir()
+    args = ("m.safetensors", "n.safetensors", "--output-dir", "out", "--json")
+    r = run("compress", *args, cwd=work)
+    assert r.returncode == 0, r.stderr
+    results = json_of(r, "compress")["results"]
+    outputs = [x["output"] for x in results]
+    assert outputs == ["out/m.safetensors.zarr.zip", "out/n.safetensors.zarr.zip"]
+    assert all(x["ok"] for x in results)
+    containers = [f"out/{n}.safetensors.zarr.zip" for n in "mn"]
+    r = run("decompress", *containers, "--output-dir", "out", "--json", cwd=work)
+    outputs = [x["output"] for x in json_of(r, "decompress")["results"]]
+    assert outputs == ["out/m.safetensors", "out/n.safetensors"]
+    assert (work / "out/n.safetensors").read_bytes() == (work / "n.safetensors").read_bytes()
+    r = run("compress", "m.safetensors", "n.safetensors", "-o", "x.zarr", cwd=work)
+    refused(r, "-o names one output", "--output-dir")
+    r = run("compress", "m.safetensors", "--output-dir", "nowhere", cwd=work)
+    refused(r, "nowhere", "no such directory")
