@@ -57,6 +57,7 @@ test: lint cross clang test-311 test-312
 # run (as root, or through sudo without a password), as on a fresh CI machine.
 zstd:
 	@if ! printf '#include <zstd.h>\n' | $${CXX:-c++} -E -x c++ - >/dev/null 2>&1; then \
+	  echo "make: zstd.h is missing: installing Debian's libzstd-dev with apt-get" >&2; \
 	  if command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
 	    apt-get update -qq && apt-get install -y -qq libzstd-dev; \
 	  elif command -v apt-get >/dev/null && sudo -n true 2>/dev/null; then \
@@ -73,6 +74,7 @@ zstd:
 # note, and that one test skips. Never fails the build.
 cross:
 	@if ! command -v aarch64-linux-gnu-g++ >/dev/null; then \
+	  echo "make: installing Debian's g++-aarch64-linux-gnu with apt-get, where it can run" >&2; \
 	  if command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
 	    (apt-get update -qq && apt-get install -y -qq g++-aarch64-linux-gnu) || true; \
 	  elif command -v apt-get >/dev/null && sudo -n true 2>/dev/null; then \
@@ -197,6 +199,7 @@ fuzz: $(V311)/.deps clang
 # tests build with g++. Never fails the build.
 clang:
 	@if ! command -v clang++ >/dev/null && ! command -v clang++-14 >/dev/null; then \
+	  echo "make: installing Debian's clang-14, libclang-rt-14-dev and llvm-14 with apt-get, where it can run" >&2; \
 	  if command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
 	    (apt-get update -qq && apt-get install -y -qq clang-14 libclang-rt-14-dev llvm-14) || true; \
 	  elif command -v apt-get >/dev/null && sudo -n true 2>/dev/null; then \

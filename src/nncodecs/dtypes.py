@@ -23,6 +23,7 @@ import ml_dtypes
 import numpy as np
 
 from nncodecs import _core
+from nncodecs.extras import need
 
 __all__ = [
     "MANTISSA_BITS",
@@ -221,8 +222,7 @@ def to_torch(array: np.ndarray, copy: bool = True) -> Any:
     float4_e2m1fn (one value per byte in NumPy) has no unpacked torch type and
     raises ``TypeError``.
     """
-    import torch
-
+    torch = need("torch", "a torch tensor (to='torch')")
     arr = np.asarray(array, order="C")  # (ascontiguousarray would make 0-d arrays 1-d)
     reverse = _torch_reverse()
     native = native_dtype(arr.dtype)
