@@ -184,3 +184,18 @@ def test_several_inputs_in_one_call(work: Path) -> None:
     refused(r, "-o names one output", "--output-dir")
     r = run("compress", "m.safetensors", "--output-dir", "nowhere", cwd=work)
     refused(r, "nowhere", "no such directory")
+
+
+def test_sizes_count_every_input_file(tmp_path: Path) -> None:
+    """An ONNX model's external data is part of what was compressed: its files count in
+    the original size the command prints, and in --json."""
+    from conftest import optional_import
+    from test_onnx_exact import external_model
+
+    onnx = optional_import("onnx")
+    files = external_model(onnx, tmp_path / "e.onnx", one_file=False)
+    total = (tmp_path / "e.onnx").stat().st_size + sum(f.stat().st_size for f in files)
+    assert total > 4 * (tmp_path / "e.onnx").stat().st_size  # (the data is most of it)
+    record = json_of(run("compress", "e.onnx", "--json", cwd=tmp_path), "compress")
+    assert record["original_bytes"] == total
+    assert record["stored_bytes"] == (tmp_path / "e.onnx.zarr.zip").stat().st_size

@@ -54,13 +54,13 @@ def _compress_one(args: argparse.Namespace) -> dict[str, Any]:
         "input": str(src),
         "output": out,
         "format": fmt,
-        "original_bytes": _size(src),
+        "original_bytes": _source_size(src, fmt),
         "stored_bytes": stored,
     }
 
 
 def _report(src: Path, fmt: str, out: str) -> None:
-    original = _size(src)
+    original = _source_size(src, fmt)
     if "://" in out:
         print(f"{src} ({fmt}, {human(original)}) -> {out}")
         return
@@ -210,6 +210,16 @@ def cmd_convert(args: argparse.Namespace) -> int:
     elif not args.quiet:
         print(f"{Path(args.input)} -> {args.output} ({fmt})")
     return 0
+
+
+def _source_size(src: Path, fmt: str) -> int:
+    """The bytes of every file a source is: an ONNX model's external data files too."""
+    if fmt != "onnx" or not src.is_file():
+        return _size(src)
+    from nncodecs.formats.onnx_external import owned_external
+
+    files = {(src.parent / name).resolve() for name in owned_external(src)}
+    return src.stat().st_size + sum(f.stat().st_size for f in files if f.is_file())
 
 
 def _size(path: Path) -> int:
