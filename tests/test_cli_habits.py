@@ -199,3 +199,41 @@ def test_sizes_count_every_input_file(tmp_path: Path) -> None:
     record = json_of(run("compress", "e.onnx", "--json", cwd=tmp_path), "compress")
     assert record["original_bytes"] == total
     assert record["stored_bytes"] == (tmp_path / "e.onnx.zarr.zip").stat().st_size
+
+
+def test_quantized_gguf_is_shown_as_such_and_never_written_as_blobs(tmp_path: Path) -> None:
+    """info shows a GGML type and its logical shape; converting a quantized GGUF to a
+    format that cannot hold its type is refused with the reason, or dequantized on
+    --dequantize (by gguf.quants); from a container, the refusal says what to do."""
+    from conftest import optional_import
+    from test_gguf_planes import write_gguf
+
+    gguf = optional_import("gguf")
+    from safetensors.numpy import load_file
+
+    rng = np.random.default_rng(4)
+    weight = rng.standard_normal((8, 64)).astype(np.float32)
+    blocks = gguf.quants.quantize(weight, gguf.GGMLQuantizationType.Q4_0)
+    write_gguf(tmp_path / "q.gguf", {"w": (blocks, "Q4_0"), "n": (np.ones(64, np.float32), "F32")})
+    record = json.loads(run("info", "q.gguf", "--json", cwd=tmp_path).stdout)
+    rows = {row["name"]: row for row in record["tensors"]}
+    assert (rows["w"]["dtype"], rows["w"]["shape"]) == ("Q4_0", [8, 64])
+    assert (rows["n"]["dtype"], rows["n"]["shape"]) == ("float32", [64])
+    table = run("info", "q.gguf", cwd=tmp_path).stdout
+    assert "Q4_0" in table and "8x64" in table
+    before = tree(tmp_path)
+    r = run("convert", "q.gguf", "-o", "q.safetensors", cwd=tmp_path)
+    refused(r, "'w' is Q4_0", "safetensors cannot hold", "--dequantize")
+    assert tree(tmp_path) == before
+    r = run("convert", "q.gguf", "-o", "q.safetensors", "--dequantize", "-q", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    back = load_file(str(tmp_path / "q.safetensors"))
+    want = gguf.quants.dequantize(blocks, gguf.GGMLQuantizationType.Q4_0)
+    assert back["w"].shape == (8, 64) and np.array_equal(back["w"], want)
+    assert np.array_equal(back["n"], np.ones(64, np.float32))
+    assert run("compress", "q.gguf", "-q", cwd=tmp_path).returncode == 0
+    table = run("info", "q.gguf.zarr.zip", cwd=tmp_path).stdout
+    assert "Q4_0" in table
+    r = run("decompress", "q.gguf.zarr.zip", "-o", "c.safetensors", cwd=tmp_path)
+    refused(r, "'w' is Q4_0", "restore the GGUF file")
+    assert not (tmp_path / "c.safetensors").exists()

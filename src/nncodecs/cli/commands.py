@@ -204,7 +204,14 @@ def cmd_convert(args: argparse.Namespace) -> int:
     from nncodecs.formats import convert
 
     check_cli_output(args.output, args.force)
-    fmt = convert(args.input, args.output, fmt=args.format, codec=args.codec, force=args.force)
+    fmt = convert(
+        args.input,
+        args.output,
+        fmt=args.format,
+        codec=args.codec,
+        force=args.force,
+        dequantize=args.dequantize,
+    )
     if args.json:
         emit(args, input=str(args.input), output=args.output, format=fmt)
     elif not args.quiet:

@@ -91,12 +91,14 @@ def source_count(metadata: dict[str, str]) -> int | None:
 
 def _container_rows(src: Path) -> tuple[list[dict[str, Any]], int | None, list[str]]:
     from nncodecs import Reader
+    from nncodecs.formats.ggml_convert import quantized_in_container
 
     with Reader(src) as r:
+        ggml = dict(quantized_in_container(r.metadata))  # (a GGUF's blocks: their type)
         rows = [
             {
                 "name": i.name,
-                "dtype": i.dtype,
+                "dtype": ggml.get(i.name, i.dtype),
                 "shape": list(i.shape),
                 "layout": i.layout,
                 "nbytes": i.nbytes,
@@ -115,13 +117,13 @@ def _file_rows(src: Path, fmt: str) -> list[dict[str, Any]]:
     from nncodecs.dtypes import dtype_name
     from nncodecs.formats import open_source
 
-    with open_source(src, fmt) as source:
+    with open_source(src, fmt) as source:  # (a GGML type and its logical shape as such)
         return [
             {
                 "name": t.name,
-                "dtype": dtype_name(t.dtype),
-                "shape": list(t.shape),
-                "layout": "dense",
+                "dtype": t.quantized[0] if t.quantized else dtype_name(t.dtype),
+                "shape": list(t.quantized[1] if t.quantized else t.shape),
+                "layout": "ggml" if t.quantized else "dense",
                 "nbytes": t.nbytes,
                 "stored_bytes": t.nbytes,
                 "codec": "none",

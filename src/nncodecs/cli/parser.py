@@ -231,5 +231,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--codec", default="auto", choices=CODECS, help=CODEC_HELP + " (containers)")
     p.add_argument("--format", choices=list(dict.fromkeys(WRITE_FORMATS.values())), default=None,
                    help="the model format to write, whatever -o's suffix")  # fmt: skip
+    p.add_argument(
+        "--dequantize",
+        action="store_true",
+        help="a quantized GGUF file's tensors written as float32 values to .safetensors or "
+        ".npz (which cannot hold GGML types; without it, refused)",
+    )
     p.add_argument("-f", "--force", action="store_true", help=FORCE_HELP)
     return parser

@@ -73,7 +73,9 @@ class GgufSource(Source):
                     f"{self.path}: tensor {t.name!r} is not a whole number of {kind} blocks"
                 )
             load = None if fields is None else _records(rows, size, fields)
-            out.append(Tensor(t.name, dtype, shape, load=load, rows=rows))
+            logical = tuple(int(n) for n in reversed(t.shape))  # (GGUF lists dims inner first)
+            quantized = (kind, logical) if kind not in _GGUF_TYPED and kind != "BF16" else None
+            out.append(Tensor(t.name, dtype, shape, load=load, rows=rows, quantized=quantized))
             self.places.append((t.name, start, size, kind))
         return out
 

@@ -12,6 +12,7 @@ from nncodecs.container.gcpause import collector_paused
 from nncodecs.errors import CorruptDataError
 from nncodecs.formats.detect import EXACT_FORMATS, WRITE_FORMATS
 from nncodecs.formats.digests import check_restored
+from nncodecs.formats.ggml_convert import check_no_quantized, quantized_in_container
 from nncodecs.formats.malloc import use_one_malloc_arena
 from nncodecs.formats.npz import write_npz
 from nncodecs.formats.onnx_external import owned_external, restore_external
@@ -158,6 +159,7 @@ def _check_dense(r: Reader, fmt: str) -> None:
     (stored as its parts) has no place in a safetensors or npz file: refused by name
     before any output exists, never densified behind the user's back (a sparse matrix
     may not fit in memory dense; FP4 blocks dequantized are not the stored values)."""
+    check_no_quantized(quantized_in_container(r.metadata), "the container", fmt, file=False)
     layouts = {name: r.layout(name) for name in r}
     other = {n: kind for n, kind in layouts.items() if kind not in ("dense", "records")}
     if other:

@@ -67,6 +67,9 @@ class Tensor:
     #: A picklable ``(start, stop) -> rows`` where the format reads rows from its file
     #: (``archive``'s tasks read them themselves); else ``None``.
     rows: Any = None
+    #: ``(GGML type, logical shape)`` of a tensor that is quantized blocks (its ``dtype``
+    #: and ``shape`` are then those of its bytes); else ``None``.
+    quantized: tuple[str, tuple[int, ...]] | None = None
 
     @property
     def nbytes(self) -> int:
