@@ -98,6 +98,7 @@ def test_an_older_container_never_writes_a_dotfile_beside_the_users_files(
         assert (home / ".bashrc").read_text() == "# mine\n"
     # "-o new/../model.onnx" is the same non-empty directory, not a new one
     (home / "notes.txt").write_text("mine")
+    (home / "new").mkdir()  # (an existing folder: the command creates none)
     r = run_cli(
         "decompress", str(container), "-o", str(home / "new" / ".." / "model.onnx"), cwd=tmp_path
     )
@@ -105,6 +106,7 @@ def test_an_older_container_never_writes_a_dotfile_beside_the_users_files(
     assert sorted(p.name for p in home.iterdir() if p.name != "new") == [".bashrc", "notes.txt"]
     (home / "notes.txt").unlink()
     # Into a new, empty directory it restores, byte for byte, and names what it wrote.
+    (tmp_path / "new").mkdir()
     r = run_cli(
         "decompress", str(container), "-o", str(tmp_path / "new" / "model.onnx"), cwd=tmp_path
     )
@@ -113,6 +115,7 @@ def test_an_older_container_never_writes_a_dotfile_beside_the_users_files(
     assert f"also wrote {tmp_path / 'new' / name}" in r.stderr
     # --json lists them too, and its stdout is that one object
     out = tmp_path / "json" / "model.onnx"
+    out.parent.mkdir()
     r = run_cli("decompress", str(container), "-o", str(out), "--json", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     record = json.loads(r.stdout)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import mmap
 import os
 import posixpath
 from collections import Counter
@@ -37,6 +38,7 @@ from nncodecs.errors import CorruptDataError
 from nncodecs.extras import need
 from nncodecs.formats.onnx_external import EXTERNAL, check_external_name, external_records
 from nncodecs.formats.onnx_graph import WireTensor, graph_tensors
+from nncodecs.formats.onnx_wire import external_locations
 from nncodecs.formats.paths import inside
 from nncodecs.formats.source import FileRows, Source, Tensor
 from nncodecs.formats.spliced import Place, spliced_metadata
@@ -45,6 +47,10 @@ __all__ = ["OnnxSource"]
 
 #: ONNX data types (``TensorProto.DataType``) the codecs model, as NumPy dtypes; any other
 #: with ``raw_data`` is stored as its bytes (float4 and int4 hold two values a byte).
+#: Where a model cannot come back as ONNX, its small Constants are listed as tensors (the
+#: graph's bytes are not kept): up to this many, not a container of millions of arrays.
+SMALL_LIMIT = 1 << 16
+
 _DTYPES = {
     1: "float32",
     2: "uint8",
@@ -87,36 +93,72 @@ class OnnxSource(Source):
             raise CorruptDataError(f"{self.path}: an empty file, not an ONNX model")
         raw = np.memmap(self.path, dtype=np.uint8, mode="r")
         tensors = self._from_wire(graph_tensors(memoryview(raw), str(self.path)))
+        self._every_external_file(raw)
         if not self.inexact and _overlapping(self.external_places):
             self.inexact = "has external tensors that share bytes"
         if self.inexact:  # (restored as safetensors: the small Constants are tensors too)
-            tensors = self._from_wire(graph_tensors(memoryview(raw), str(self.path), small=True))
+            try:
+                listed = graph_tensors(
+                    memoryview(raw), str(self.path), small=True, limit=SMALL_LIMIT
+                )
+            except OverflowError:
+                raise ValueError(
+                    f"{self.path}: the model {self.inexact}, so it cannot come back as ONNX; "
+                    f"as tensors alone, its more than {SMALL_LIMIT} small Constants would be "
+                    "as many arrays: refused"
+                ) from None
+            tensors = self._from_wire(listed)
         return tensors
+
+    def _every_external_file(self, raw: np.ndarray) -> None:
+        """Every external data file the graph names is kept, byte for byte: one that no
+        listed tensor lies in (a node attribute's tensor, say) whole. Each name is
+        checked as the listed tensors' are, and must be a regular file."""
+        with self.path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+            if m.find(b"location") < 0:  # (no external data entry anywhere: no walk)
+                return
+        for name in sorted(external_locations(memoryview(raw), str(self.path))):
+            location = self._checked_location(name, "a tensor")
+            if location not in self.external_places and not self.inexact:
+                file = self.path.parent / location
+                if file.resolve() == self.path.resolve():
+                    self.inexact = f"keeps external data in the model file itself ({location!r})"
+                    continue
+                self._regular(file, location, "a tensor")
+                self.external_places[location] = []  # (no tensor listed in it: kept whole)
 
     def _from_wire(self, listed: list[WireTensor]) -> list[Tensor]:
         names = Counter(t.name for t in listed)
-        if twice := next((n for n, c in names.items() if c > 1), None):
+        twice = next((n for n, c in names.items() if c > 1), None)
+        if twice is not None:  # (the empty name too)
             raise CorruptDataError(f"{self.path}: two tensors named {twice!r}")
         self.places, self.external_places = [], {}
         out = []
         for wt in listed:
             if wt.external is not None:
-                self._check_location(wt)
+                self._checked_location(wt.external.get("location", ""), repr(wt.name))
             out.append(self._tensor(wt))
         return out
 
-    def _check_location(self, wt: WireTensor) -> None:
-        """The names decompress would refuse are refused here, with the reason."""
-        assert wt.external is not None
-        location = wt.external.get("location", "")
+    def _checked_location(self, location: str, what: str) -> str:
+        """An external data file's name, normalised; the names decompress would refuse
+        are refused here, with the reason."""
         try:
-            check_external_name(location)
+            normal = check_external_name(location)
         except ValueError as exc:
             raise CorruptDataError(
-                f"{self.path}: tensor {wt.name!r} has external data at {location!r}, "
+                f"{self.path}: tensor {what} has external data at {location!r}, "
                 f"which nncodecs would not write back: {exc}"
             ) from None
-        inside(self.path.parent / location, self.path.parent)
+        inside(self.path.parent / normal, self.path.parent)
+        return normal
+
+    def _regular(self, file: Path, location: str, what: str) -> None:
+        if not file.is_file():  # (missing, a folder, a FIFO that would block the read)
+            raise CorruptDataError(
+                f"{self.path}: tensor {what} has external data at {location!r}, "
+                "which is not a regular file"
+            )
 
     def _tensor(self, wt: WireTensor) -> Tensor:
         name = wt.name
@@ -165,12 +207,21 @@ class OnnxSource(Source):
             ) from None
         location = posixpath.normpath(info.get("location", ""))  # ("./d.bin", "d.bin": one)
         file = self.path.parent / location
-        size = file.stat().st_size if file.is_file() else -1
+        self._regular(file, location, repr(t.name))
+        size = file.stat().st_size
         length = size - offset if length is None else length
-        if "\\" in location or file.resolve() == self.path.resolve():
-            self.inexact = f"keeps external data at {location!r}, a name nncodecs cannot restore"
-        elif length != t.nbytes or offset < 0 or offset + length > size:
-            self.inexact = f"has an external tensor ({t.name!r}) whose bytes are not its values"
+        if offset < 0 or offset + length > size:
+            raise CorruptDataError(
+                f"{self.path}: tensor {t.name!r}: external data at {offset} ({length} bytes) "
+                f"runs past the end of {location!r} ({size} bytes)"
+            )
+        if length != t.nbytes:  # (as onnx itself refuses it: never values from beyond it)
+            raise CorruptDataError(
+                f"{self.path}: tensor {t.name!r}: {length} bytes of external data for "
+                f"{t.nbytes} ({t.dtype} {list(t.shape)})"
+            )
+        if file.resolve() == self.path.resolve():
+            self.inexact = f"keeps external data in the model file itself ({location!r})"
         if self.inexact:
             return Tensor(t.name, t.dtype, t.shape, load=lambda: _external_values(t, file, offset))
         self.external_places.setdefault(location, []).append(

@@ -57,11 +57,15 @@ class WireTensor:
     tensor_name: str = field(default="", repr=False)
 
 
-def graph_tensors(buf: Any, name: str = "model", small: bool = False) -> list[WireTensor]:
+def graph_tensors(
+    buf: Any, name: str = "model", small: bool = False, limit: int | None = None
+) -> list[WireTensor]:
     """The tensors of the ONNX model in ``buf`` (the whole file), in listing order; a
     malformed file raises :class:`nncodecs.CorruptDataError`, a tensor nncodecs cannot
-    list (a sparse initializer, a Constant of strings) ``TypeError``."""
+    list (a sparse initializer, a Constant of strings) ``TypeError``. ``small``: the
+    small Constants too, and ``OverflowError`` once more than ``limit`` of them are."""
     wire = Wire(buf, name)
+    wire.budget = limit
     out: list[WireTensor] = []
     _graph(wire, wire.model(), "", out, small, 0)
     return out
@@ -199,6 +203,10 @@ def _constant(
             attr_name = wire.text(v)
         elif f == _ATTR_T and w == LEN:
             tensors.append(v)
+    if small and is_small and wire.budget is not None:
+        wire.budget -= 1
+        if wire.budget < 0:
+            raise OverflowError("more small Constants than the limit")
     if attr_name == "value":
         t = tensor(wire, name, tensors)
         if small or not is_small or t.external is not None:

@@ -39,7 +39,10 @@ class Wire:
     """The fields of the messages in ``buf`` (a whole file, mapped); ``name`` for errors."""
 
     def __init__(self, buf: Any, name: str) -> None:
-        self.buf, self.name = buf, name
+        # (bytes, never NumPy's uint8 scalars: a mapped array indexes as those, and
+        # their sums wrap around)
+        self.buf, self.name = memoryview(buf).cast("B"), name
+        self.budget: int | None = None  # (what a walk may still list, where it is bounded)
 
     def bad(self, what: str) -> CorruptDataError:
         return CorruptDataError(f"{self.name}: not a readable ONNX model ({what})")
@@ -65,6 +68,8 @@ class Wire:
                 key = buf[pos]  # (one-byte varints, the most, read here: a third faster)
                 key, pos = (key, pos + 1) if key < 0x80 else varint(pos, end)
                 field, wire = key >> 3, key & 7
+                if field == 0:  # (as protobuf refuses it: zeros are not a message)
+                    raise self.bad("field number 0")
                 if wire == VARINT:
                     value, pos = varint(pos, end)
                     yield field, wire, value
