@@ -60,11 +60,36 @@ def test_no_folder_is_made_for_an_output(work: Path, command: str, source: str) 
     assert tree(work) == before
 
 
-@pytest.mark.parametrize(("command", "source"), COMMANDS)
+@pytest.mark.parametrize(("command", "source"), [c for c in COMMANDS if c[0] != "decompress"])
 def test_standard_output_is_refused_by_name(work: Path, command: str, source: str) -> None:
     before = tree(work)
     refused(run(command, source, "-o", "-", cwd=work), "-o -", "standard output")
     assert tree(work) == before
+
+
+def test_decompress_streams_a_safetensors_file_to_standard_output(work: Path) -> None:
+    """As zstd -dc: the very file on stdout, checked against its CRC32C as it goes;
+    what cannot stream (a GGUF's own layout, --json) is refused by name, nothing out."""
+    cmd = [sys.executable, "-m", "nncodecs", "decompress", "m.safetensors.zarr.zip", "-o", "-"]
+    r = subprocess.run(cmd, cwd=work, capture_output=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == (work / "m.safetensors").read_bytes()
+    piped = subprocess.run(f"{' '.join(cmd)} | cat > piped.safetensors", shell=True, cwd=work)
+    assert piped.returncode == 0
+    assert (work / "piped.safetensors").read_bytes() == (work / "m.safetensors").read_bytes()
+    r = run("decompress", "m.safetensors.zarr.zip", "-o", "-", "--json", cwd=work)
+    refused(r, "-o -", "--json")
+    assert r.stdout == ""
+    # a container of tensors alone (no source file recorded) streams as a safetensors file
+    from safetensors.numpy import load
+
+    from nncodecs import Writer
+
+    with Writer(work / "t.zarr") as w:
+        w.add_tensor("x", np.arange(6, dtype=np.float32).reshape(2, 3))
+    r = subprocess.run([*cmd[:4], "t.zarr", "-o", "-"], cwd=work, capture_output=True)
+    assert r.returncode == 0, r.stderr
+    assert np.array_equal(load(r.stdout)["x"], np.arange(6, dtype=np.float32).reshape(2, 3))
 
 
 def test_an_empty_folder_is_an_existing_output(work: Path) -> None:
@@ -237,3 +262,6 @@ def test_quantized_gguf_is_shown_as_such_and_never_written_as_blobs(tmp_path: Pa
     r = run("decompress", "q.gguf.zarr.zip", "-o", "c.safetensors", cwd=tmp_path)
     refused(r, "'w' is Q4_0", "restore the GGUF file")
     assert not (tmp_path / "c.safetensors").exists()
+    r = run("decompress", "q.gguf.zarr.zip", "-o", "-", cwd=tmp_path)  # (its own format: no)
+    refused(r, "-o -", "restores as gguf")
+    assert r.stdout == ""

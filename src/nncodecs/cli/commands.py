@@ -110,6 +110,8 @@ def _decompress_one(args: argparse.Namespace) -> dict[str, Any]:
     from nncodecs.formats import decompress, default_output
 
     src = Path(args.input)
+    if args.output == "-":  # (as zstd -dc: the file on standard output)
+        return _decompress_to_stdout(args, src)
     out = args.output or str(default_output(src))  # a str: Path would turn s3:// into s3:/
     check_cli_output(out, args.force)
     bar = ProgressBar("decompress", args.quiet)
@@ -132,6 +134,21 @@ def _decompress_one(args: argparse.Namespace) -> dict[str, Any]:
     # (what was written, every file of it, for a script)
     also = [str(p) for p in beside]
     return {"input": str(src), "output": out, "format": fmt, "bytes": size, "beside": also}
+
+
+def _decompress_to_stdout(args: argparse.Namespace, src: Path) -> dict[str, Any]:
+    from nncodecs.formats.streaming import stream_safetensors
+
+    if args.json:
+        raise ValueError("-o -: standard output carries the file, so --json cannot go there")
+    if sys.stdout.isatty():
+        raise ValueError("-o -: standard output is a terminal; redirect it to a file or a pipe")
+    bar = ProgressBar("decompress", args.quiet)
+    sys.stdout.flush()
+    stream_safetensors(src, sys.stdout.buffer, args.format, bar, args.reference)
+    sys.stdout.buffer.flush()
+    bar.finish()
+    return {"input": str(src), "output": "-", "format": "safetensors"}
 
 
 def cmd_verify(args: argparse.Namespace) -> int:

@@ -1,7 +1,8 @@
 """What the command line checks of an output before any work, as zstd and tar users
 expect: the folder it goes into exists (the Python API creates missing parents; the
 command does not, as zstd does not), an existing empty folder is an existing output
-(``--force`` to write into it), and ``-o -`` is refused by name."""
+(``--force`` to write into it), and ``-o -`` is refused by name but where decompress
+streams a safetensors file (:mod:`nncodecs.formats.streaming`)."""
 
 from __future__ import annotations
 
@@ -16,10 +17,10 @@ def check_cli_output(out: str | None, force: bool) -> None:
     """Refuse ``out`` (an ``-o`` or default output) before anything is read or written."""
     if out is None or is_url(out) or is_chained(out):
         return
-    if out == "-":
+    if out == "-":  # (decompress streams a safetensors file there itself)
         raise ValueError(
-            "-o -: nncodecs writes its output to a file or folder, not to standard output; "
-            "give a name"
+            "-o -: only decompress writes to standard output (a safetensors file); this "
+            "output is a file or folder: give a name"
         )
     path = Path(out.removeprefix("file://"))
     parent = path.parent

@@ -22,7 +22,7 @@ from nncodecs.formats.source import Progress, stream_named
 from nncodecs.formats.spliced import has_places, restore_spliced
 from nncodecs.outputs import atomic_output, is_url
 
-__all__ = ["decompress", "default_format", "default_output", "restored_name"]
+__all__ = ["check_dense", "decompress", "default_format", "default_output", "restored_name"]
 
 #: Suffixes of formats written only from a source of their own: replaced in a default name.
 _OWN_ONLY = (".onnx", ".pt", ".pth", ".bin")
@@ -121,7 +121,7 @@ def decompress(
                 f"{out}: only a container made from {kind} can be written as {fmt}{why}"
             )
         if fmt not in SPLICED:
-            _check_dense(r, fmt)
+            check_dense(r, fmt)
         own = fmt == source and fmt in EXACT_FORMATS and "source.files" in r.metadata
         records = file_records(r, str(container)) if own and fmt == "safetensors" else None
         directory = records is not None and r.metadata.get("source.layout") == "directory"
@@ -154,7 +154,7 @@ def decompress(
     return fmt
 
 
-def _check_dense(r: Reader, fmt: str) -> None:
+def check_dense(r: Reader, fmt: str) -> None:
     """A records tensor (GGML blocks) goes as its bytes; a sparse or quantized tensor
     (stored as its parts) has no place in a safetensors or npz file: refused by name
     before any output exists, never densified behind the user's back (a sparse matrix

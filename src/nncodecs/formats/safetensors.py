@@ -19,6 +19,7 @@ array([ 1.5, -2. ], dtype=float32)
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -170,7 +171,7 @@ def raw_bytes(arr: np.ndarray) -> memoryview:
 
 
 def write_safetensors(
-    path: str | os.PathLike[str],
+    path: str | os.PathLike[str] | Any,
     tensors: Any,
     header_bytes: bytes | None = None,
     metadata: dict[str, str] | None = None,
@@ -187,7 +188,6 @@ def write_safetensors(
     ``ValueError``): a whole model never sits in memory. Otherwise
     a header is built, tensors in the order given (all are held until then).
     """
-    path = Path(path)
     if header_bytes is None:
         items = [(name, np.asarray(arr, order="C")) for name, arr in tensors]  # keeps 0-d
         header_bytes = safetensors_header(
@@ -195,7 +195,9 @@ def write_safetensors(
         )
         tensors = items
     header = json.loads(header_bytes)
-    with path.open("wb") as f:
+    # (a file object, standard output say, is written as it is and left open)
+    writable = hasattr(path, "write")
+    with contextlib.nullcontext(path) if writable else Path(path).open("wb") as f:
         out = _Behind(f, digest)
         try:
             out.write(struct.pack("<Q", len(header_bytes)) + header_bytes)
@@ -248,7 +250,8 @@ class _Behind:
         self.f, self.digest = f, digest
         self.pool = ThreadPoolExecutor(1, thread_name_prefix="nncodecs-write")
         self.pending: Future[None] | None = None
-        self.writeback = Writeback(f)
+        # (a pipe has no position, and no page cache to write back)
+        self.writeback = Writeback(f) if f.seekable() else None
 
     def _write(self, data: Any) -> None:
         view = memoryview(data).cast("B")
@@ -256,7 +259,8 @@ class _Behind:
             self.f.write(view[at : at + _PIECE])
         if self.digest is not None:
             self.digest.update(view)
-        self.writeback.written(self.f.tell())
+        if self.writeback is not None:
+            self.writeback.written(self.f.tell())
 
     def write(self, data: Any) -> None:
         self.wait()
