@@ -265,3 +265,43 @@ def test_quantized_gguf_is_shown_as_such_and_never_written_as_blobs(tmp_path: Pa
     r = run("decompress", "q.gguf.zarr.zip", "-o", "-", cwd=tmp_path)  # (its own format: no)
     refused(r, "-o -", "restores as gguf")
     assert r.stdout == ""
+
+
+def test_mode_and_times_are_kept(work: Path) -> None:
+    """As zstd and tar: the source's mode and modification time on the container and on
+    every file restored or converted from it; a read-only source too; a container made
+    through the API restores with the umask's mode."""
+    import stat
+
+    from nncodecs import Writer
+    from nncodecs.container.zip_writer import ZipWriter
+    from nncodecs.outputs import created_mode
+
+    source = work / "m.safetensors"
+    when = 1_600_000_000_123_456_789
+    for mode in (0o600, 0o440):
+        source.chmod(mode)
+        os.utime(source, ns=(when, when))
+        r = run("compress", "m.safetensors", "-o", f"{mode:o}.zarr.zip", "-q", cwd=work)
+        assert r.returncode == 0, r.stderr
+        outputs = [work / f"{mode:o}.zarr.zip"]
+        for name, command in (("back.safetensors", "decompress"), ("c.npz", "convert")):
+            given = f"{mode:o}.zarr.zip" if command == "decompress" else "m.safetensors"
+            r = run(command, given, "-o", f"{mode:o}-{name}", "-q", cwd=work)
+            assert r.returncode == 0, r.stderr
+            outputs.append(work / f"{mode:o}-{name}")
+        for out in outputs:
+            st = out.stat()
+            assert (stat.S_IMODE(st.st_mode), st.st_mtime_ns) == (mode, when), out.name
+    source.chmod(0o644)
+    umask = os.umask(0o022)
+    os.umask(umask)
+    with Writer(work / "api.zarr.zip") as w:
+        w.add_tensor("x", np.ones(4, np.float32))
+    assert run("decompress", "api.zarr.zip", "-o", "api.safetensors", cwd=work).returncode == 0
+    assert stat.S_IMODE((work / "api.safetensors").stat().st_mode) == 0o666 & ~umask
+    # the file a container is written into is private from its first byte
+    with created_mode(0o600):
+        zw = ZipWriter(work / "first-byte.zip")
+        assert stat.S_IMODE((work / "first-byte.zip").stat().st_mode) == 0o600
+        zw.file.close()

@@ -31,6 +31,7 @@ import os
 import re
 import shutil
 from collections.abc import Iterator
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -45,12 +46,16 @@ __all__ = [
     "OutputLock",
     "atomic_output",
     "check_output",
+    "created_mode",
+    "final_mode",
     "foreign_entries",
     "is_chained",
     "is_container_dir",
     "is_url",
+    "keep_times",
     "lock_path",
     "made_parents",
+    "open_new",
     "own_name",
     "publish",
     "remove_stale",
@@ -323,8 +328,11 @@ def atomic_output(
     _remove(temp)  # a leftover of this very pid (a reused pid)
     if directory:
         temp.mkdir()
+    elif _CREATE_MODE.get() is not None:  # (the body's open("wb") keeps it: private at once)
+        open_new(temp).close()
     try:
         yield temp
+        final_mode(temp)
         publish(temp, target, force)
     except BaseException as exc:
         _remove(temp)
@@ -332,3 +340,52 @@ def atomic_output(
         if str(temp) in str(exc) and len(exc.args) == 1 and isinstance(exc.args[0], str):
             exc.args = (exc.args[0].replace(str(temp), str(target)),)  # the user's name
         raise
+
+
+#: The permission bits of the output files made inside :func:`created_mode` (a source's,
+#: kept on what is made from it); ``None``: the umask's.
+_CREATE_MODE: ContextVar[int | None] = ContextVar("nncodecs_create_mode", default=None)
+
+
+@contextlib.contextmanager
+def created_mode(mode: int | None) -> Iterator[None]:
+    """Output files made inside get ``mode`` (its permission bits) from their first byte:
+    a private source's container or restored file is never readable by others, not even
+    while it is written."""
+    token = _CREATE_MODE.set(None if mode is None else mode & 0o7777)
+    try:
+        yield
+    finally:
+        _CREATE_MODE.reset(token)
+
+
+def open_new(path: Path) -> Any:
+    """``path`` opened to write from its start (made, or emptied), with the mode of
+    :func:`created_mode` set before any byte (created under the umask, never wider,
+    then given exactly that mode); the umask's mode outside."""
+    mode = _CREATE_MODE.get()
+    if mode is None:
+        return path.open("wb")
+    writable = mode | 0o200  # (written by its owner first: a read-only mode comes at the end)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, writable & 0o777)
+    try:
+        os.fchmod(fd, writable)
+        return os.fdopen(fd, "wb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def final_mode(path: Path) -> None:
+    """Give a finished output file exactly the mode of :func:`created_mode` (a read-only
+    one included), where one is set."""
+    mode = _CREATE_MODE.get()
+    if mode is not None and path.is_file() and not path.is_symlink():
+        os.chmod(path, mode)
+
+
+def keep_times(path: Path, mtime_ns: int, atime_ns: int | None = None) -> None:
+    """Give ``path`` a source's modification time (and access time: the same where none
+    is given), as zstd and tar keep them, where the file system allows."""
+    with contextlib.suppress(OSError):
+        os.utime(path, ns=(mtime_ns if atime_ns is None else atime_ns, mtime_ns))

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from nncodecs.outputs import open_new
+
 try:
     from isal.isal_zlib import crc32
 except ImportError:  # (optional: ISA-L's wheels cover x86-64 and aarch64 Linux, macOS)
@@ -62,7 +64,8 @@ class ZipWriter:
 
     def __init__(self, path: Path, entries: tuple[_Entry, ...] = (), start: int = 0) -> None:
         self.path = path
-        self._f: BinaryIO = path.open("r+b" if start else "wb")
+        # (a new zip has the mode of outputs.created_mode from its first byte)
+        self._f: BinaryIO = path.open("r+b") if start else open_new(path)
         self._f.truncate(start)
         self._f.seek(start)
         self._entries = list(entries)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -12,12 +14,13 @@ from nncodecs.container import Writer
 from nncodecs.container.gcpause import collector_paused
 from nncodecs.formats.detect import detect_format
 from nncodecs.formats.digests import hash_ahead
+from nncodecs.formats.file_modes import source_record
 from nncodecs.formats.malloc import use_one_malloc_arena
 from nncodecs.formats.paths import check_container_name, input_root, local_output
 from nncodecs.formats.source import KEPT, ORDER, TIED, Progress
 from nncodecs.formats.sources import open_source
 from nncodecs.formats.spliced import keep_gaps_apart
-from nncodecs.outputs import check_output, made_parents
+from nncodecs.outputs import check_output, created_mode, keep_times, made_parents
 
 __all__ = ["compress"]
 
@@ -63,6 +66,7 @@ def compress(
         kwargs["max_chain"] = max_chain
     if not dedup:
         kwargs["dedup"] = False
+    st, record = source_record(source)  # (its mode and times: the container's, and kept)
     with open_source(source, fmt) as src:
         if not src.digests_its_reads:  # (its CRC32C, for its metadata, while tensors encode)
             hash_ahead([source] if source.is_file() else sorted(source.glob("*.safetensors")))
@@ -70,6 +74,7 @@ def compress(
         with (
             collector_paused(),
             made_parents(local),
+            created_mode(None if st is None else stat.S_IMODE(st.st_mode)),
             Writer(target, overwrite=force, **kwargs) as w,
         ):
             tied = src.tied()  # (stored once: the first name of their bytes)
@@ -88,6 +93,7 @@ def compress(
             for name, data in keep_gaps_apart(meta, source).items():
                 w.add_hidden_file(name, data)
             w.metadata.update(meta)
+            w.metadata.update(record)
             if kept:  # (counted: a restore that finds fewer refuses)
                 w.metadata[KEPT] = str(len(kept))
             if tied:
@@ -95,6 +101,9 @@ def compress(
                 w.metadata[ORDER] = json.dumps([t.name for t in src.tensors()])
             if progress:
                 progress(1, 1)  # the bar ends at 100% (sizes on disk and in memory differ)
+    if st is not None and local is not None and local.is_file() and not local.is_symlink():
+        os.chmod(local, stat.S_IMODE(st.st_mode))  # (a read-only mode: once it is written)
+        keep_times(local, st.st_mtime_ns, st.st_atime_ns)
     return fmt
 
 

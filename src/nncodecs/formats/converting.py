@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from nncodecs.formats.compressing import compress
 from nncodecs.formats.detect import WRITE_FORMATS, detect_format
+from nncodecs.formats.file_modes import kept_like
 from nncodecs.formats.ggml_convert import check_no_quantized, dequantized
 from nncodecs.formats.merge import merge_containers
 from nncodecs.formats.npz import write_npz
@@ -39,7 +41,11 @@ def convert_file(
     if fmt not in ("safetensors", "npz"):
         raise ValueError(f"{out}: a model file is converted to .safetensors or .npz")
     tensors = _tensors(source, fmt, dequantize)
-    with atomic_output(out, force, inputs=(source,)) as tmp:
+    st = source.stat()  # (its mode and times, kept on the file made from it)
+    with (
+        kept_like(stat.S_IMODE(st.st_mode), st.st_mtime_ns, out),
+        atomic_output(out, force, inputs=(source,)) as tmp,
+    ):
         if fmt == "safetensors":
             write_safetensors(tmp, tensors)
         else:

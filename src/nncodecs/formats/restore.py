@@ -12,6 +12,7 @@ from nncodecs.container.gcpause import collector_paused
 from nncodecs.errors import CorruptDataError
 from nncodecs.formats.detect import EXACT_FORMATS, WRITE_FORMATS
 from nncodecs.formats.digests import check_restored
+from nncodecs.formats.file_modes import kept_like, recorded
 from nncodecs.formats.ggml_convert import check_no_quantized, quantized_in_container
 from nncodecs.formats.malloc import use_one_malloc_arena
 from nncodecs.formats.npz import write_npz
@@ -136,7 +137,11 @@ def decompress(
             parent = out.parent.resolve()
             fresh = not parent.exists() or not any(parent.iterdir())
             owned = owned_external(out) if force else set()
-        with atomic_output(out, force, directory=directory, inputs=inputs) as tmp:
+        mode, mtime = recorded(r.metadata) if not directory else (None, None)
+        with (
+            kept_like(mode, mtime, out),
+            atomic_output(out, force, directory=directory, inputs=inputs) as tmp,
+        ):
             if fmt in SPLICED:
                 expected = {k: r.metadata.get(f"source.{k}") for k in ("sha256", "crc32c")}
                 if not any(expected.values()):  # (recorded with every place: never skipped)
