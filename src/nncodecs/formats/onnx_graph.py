@@ -20,7 +20,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from nncodecs.formats.onnx_wire import DEPTH, LEN, VARINT, Message, Span, Wire
+from nncodecs.formats.onnx_wire import LEN, VARINT, Message, Span, Wire
 
 __all__ = ["SMALL_CONSTANT", "WireTensor", "graph_tensors"]
 
@@ -106,11 +106,7 @@ def tensor(wire: Wire, name: str, message: Message) -> WireTensor:
 def _graph(
     wire: Wire, graph: Message, scope: str, out: list[WireTensor], small: bool, depth: int
 ) -> None:
-    if depth > DEPTH:
-        raise wire.bad("subgraphs nested too deep")
-    for f, w, v in wire.fields(graph):
-        if w != LEN:
-            continue
+    for f, v in wire.graph_fields(graph, depth):
         if f == _GRAPH_INITIALIZER:
             init = tensor(wire, "", [v])
             init.name = scope + init.tensor_name

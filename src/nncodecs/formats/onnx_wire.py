@@ -115,6 +115,15 @@ class Wire:
     def text(self, span: Span) -> str:
         return bytes(self.buf[span[0] : span[1]]).decode("utf-8", "replace")
 
+    def graph_fields(self, graph: Message, depth: int) -> Iterator[tuple[int, Span]]:
+        """The length-delimited fields of a graph nested ``depth`` subgraphs deep (refused
+        deeper than :data:`DEPTH`)."""
+        if depth > DEPTH:
+            raise self.bad("subgraphs nested too deep")
+        for f, w, v in self.fields(graph):
+            if w == LEN:
+                yield f, v
+
     def merged(self, message: Message, field: int) -> Message:
         """The occurrences of a message field, as one message (protobuf's merge)."""
         return [v for f, w, v in self.fields(message) if f == field and w == LEN]
@@ -160,11 +169,7 @@ def external_locations(buf: Any, name: str = "model") -> set[str]:
 
 
 def _locations(wire: Wire, graph: Message, out: set[str], depth: int) -> None:
-    if depth > DEPTH:
-        raise wire.bad("subgraphs nested too deep")
-    for f, w, v in wire.fields(graph):
-        if w != LEN:
-            continue
+    for f, v in wire.graph_fields(graph, depth):
         if f == _GRAPH_INITIALIZER:
             _add(out, wire.tensor_location([v]))
         elif f == _GRAPH_NODE:
