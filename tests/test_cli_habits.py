@@ -305,3 +305,17 @@ def test_mode_and_times_are_kept(work: Path) -> None:
         zw = ZipWriter(work / "first-byte.zip")
         assert stat.S_IMODE((work / "first-byte.zip").stat().st_mode) == 0o600
         zw.file.close()
+
+
+def test_a_containers_recorded_mode_sets_no_special_bits(work: Path) -> None:
+    """The mode a container records is a file's word, not a grant: setuid, setgid and
+    sticky bits a forged record asks for are never set on the restored file."""
+    import stat
+
+    from nncodecs.formats.file_modes import MODE, recorded
+
+    assert recorded({MODE: "6777"})[0] == 0o777
+    assert recorded({MODE: "not octal"})[0] is None
+    r = run("decompress", "m.safetensors.zarr.zip", "-o", "b.safetensors", cwd=work)
+    assert r.returncode == 0, r.stderr
+    assert not stat.S_IMODE((work / "b.safetensors").stat().st_mode) & 0o7000

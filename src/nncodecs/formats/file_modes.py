@@ -33,8 +33,9 @@ def recorded(metadata: dict[str, str]) -> tuple[int | None, int | None]:
     """``(mode, mtime_ns)`` a container recorded of its source (each ``None`` where it
     recorded none, or nothing readable)."""
     mode = mtime = None
+    # (permission bits only: a container's record never sets setuid, setgid or sticky)
     with contextlib.suppress(ValueError, TypeError):
-        mode = int(metadata[MODE], 8) & 0o7777 if MODE in metadata else None
+        mode = int(metadata[MODE], 8) & 0o777 if MODE in metadata else None
     with contextlib.suppress(ValueError, TypeError):
         mtime = int(metadata[MTIME]) if MTIME in metadata else None
     return mode, (mtime if mtime is None or mtime >= 0 else None)
