@@ -32,15 +32,18 @@ def test_compress_info_verify_decompress(model: Path, tmp_path: Path) -> None:
     original = hashlib.sha256(model.read_bytes()).hexdigest()
     r = run("compress", "model.safetensors", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
-    assert "model.safetensors.zarr.zip" in r.stdout and "ratio 0.8" in r.stdout
+    assert "model.safetensors.zarr.zip: " in r.stdout and "x smaller, 81.9% of 86.7 MiB" in r.stdout
     assert r.stderr == ""  # not a terminal: no progress bar
+    said = r.stdout.strip().split(": ", 1)[1]  # ('71.0 MiB, 1.22x smaller, 81.9% of 86.7 MiB')
     r = run("info", "model.safetensors.zarr.zip", cwd=tmp_path)
-    assert r.returncode == 0 and "104 tensors (container)" in r.stdout
+    assert r.returncode == 0 and f"104 tensors (container): {said};" in r.stdout
     assert "the source had 104 tensors" in r.stdout
     assert "pooler.dense.weight" in r.stdout and "MiB" in r.stdout
     r = run("info", "model.safetensors.zarr.zip", "--json", cwd=tmp_path)
     info = json.loads(r.stdout)
     assert len(info["tensors"]) == 104 and info["stored_bytes"] < info["nbytes"]
+    assert info["original_bytes"] == model.stat().st_size  # (the source's file, recorded)
+    assert info["stored_bytes"] == (tmp_path / "model.safetensors.zarr.zip").stat().st_size
     r = run("info", "model.safetensors", cwd=tmp_path)  # a model file too
     assert r.returncode == 0 and "104 tensors (safetensors)" in r.stdout
     assert run("verify", "model.safetensors.zarr.zip", cwd=tmp_path).returncode == 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ import numpy as np
 import pytest
 
 from nncodecs.cli.report import JSON_VERSION
+from nncodecs.sizes import human, ratio_text
 
 
 def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -133,7 +135,8 @@ def test_every_command_speaks_json(work: Path) -> None:
     assert record["source_format"] == "safetensors" and record["source_exact"] is False
     r = run("decompress", "j.zarr.zip", "-o", "back.safetensors", "--json", cwd=work)
     record = json_of(r, "decompress")
-    assert record["bytes"] == (work / "back.safetensors").stat().st_size
+    assert record["original_bytes"] == (work / "back.safetensors").stat().st_size
+    assert record["stored_bytes"] == (work / "j.zarr.zip").stat().st_size
     assert record["beside"] == [] and record["format"] == "safetensors"
     r = run("convert", "m.safetensors", "-o", "c.npz", "--json", cwd=work)
     assert json_of(r, "convert")["format"] == "npz"
@@ -224,6 +227,38 @@ def test_sizes_count_every_input_file(tmp_path: Path) -> None:
     record = json_of(run("compress", "e.onnx", "--json", cwd=tmp_path), "compress")
     assert record["original_bytes"] == total
     assert record["stored_bytes"] == (tmp_path / "e.onnx.zarr.zip").stat().st_size
+    # info tells the same sizes and the same ratio as compress printed, in the same words
+    shutil.rmtree(tmp_path / "e.onnx.zarr.zip", ignore_errors=True)
+    (tmp_path / "e.onnx.zarr.zip").unlink(missing_ok=True)
+    said = run("compress", "e.onnx", cwd=tmp_path).stdout.strip().split(": ", 1)[1]
+    stored = (tmp_path / "e.onnx.zarr.zip").stat().st_size
+    assert said == f"{human(stored)}, {ratio_text(total, stored)}"
+    assert "x larger" in said or "x smaller" in said
+    info = run("info", "e.onnx.zarr.zip", cwd=tmp_path).stdout.splitlines()[-1]
+    assert info.endswith(f" tensors (container): {said}; the source had 5 tensors")
+    record = json_of(run("info", "e.onnx.zarr.zip", "--json", cwd=tmp_path), "info")
+    assert (record["original_bytes"], record["stored_bytes"]) == (total, stored)
+
+
+def test_info_without_a_recorded_source_size_says_so(tmp_path: Path) -> None:
+    """A container written through the API records no source: info's ratio is of its
+    tensors, and says so; a merge adds its inputs' recorded sizes."""
+    from safetensors.numpy import save_file
+
+    from nncodecs import Writer
+
+    with Writer(tmp_path / "api.zarr.zip") as w:
+        w.add_tensor("w", np.zeros((256, 256), np.float32))
+    line = run("info", "api.zarr.zip", cwd=tmp_path).stdout.splitlines()[-1]
+    assert "of 256.0 KiB of tensors (no source size recorded)" in line
+    for name in "ab":
+        save_file({name: np.ones(1000, np.float32)}, str(tmp_path / f"{name}.safetensors"))
+        assert run("compress", f"{name}.safetensors", cwd=tmp_path).returncode == 0
+    inputs = ("a.safetensors.zarr.zip", "b.safetensors.zarr.zip")
+    r = run("merge", *inputs, "-o", "ab.zarr.zip", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    record = json_of(run("info", "ab.zarr.zip", "--json", cwd=tmp_path), "info")
+    assert record["original_bytes"] == 2 * (tmp_path / "a.safetensors").stat().st_size
 
 
 def test_quantized_gguf_is_shown_as_such_and_never_written_as_blobs(tmp_path: Path) -> None:

@@ -120,7 +120,9 @@ def test_an_older_container_never_writes_a_dotfile_beside_the_users_files(
     assert r.returncode == 0, r.stderr
     record = json.loads(r.stdout)
     assert record["beside"] == [str(out.parent / name)] and record["format"] == "onnx"
-    assert record["output"] == str(out) and record["bytes"] == out.stat().st_size
+    assert record["output"] == str(out)  # (every file written counts)
+    assert record["original_bytes"] == out.stat().st_size + (out.parent / name).stat().st_size
+    assert record["stored_bytes"] == sum(f.stat().st_size for f in container.rglob("*") if f.is_file())
     assert f"also wrote {out.parent / name}" in r.stderr
 
 

@@ -10,8 +10,9 @@ from typing import Any
 from nncodecs.cli.habits import check_cli_output
 from nncodecs.cli.info import of_source, source_count
 from nncodecs.cli.many import run_each
-from nncodecs.cli.progress import ProgressBar, human
+from nncodecs.cli.progress import ProgressBar
 from nncodecs.cli.report import emit
+from nncodecs.sizes import human, path_bytes, ratio_text
 
 __all__ = ["cmd_compress", "cmd_convert", "cmd_decompress", "cmd_merge", "cmd_verify"]
 
@@ -47,28 +48,22 @@ def _compress_one(args: argparse.Namespace) -> dict[str, Any]:
         max_chain=args.max_chain,
     )
     bar.finish()
+    from nncodecs.formats.file_modes import source_bytes
+
+    original = source_bytes(src, fmt)
+    stored = None if "://" in out else path_bytes(Path(out.removeprefix("file://")))
     if not (args.quiet or args.json):
-        _report(src, fmt, out)
-    stored = None if "://" in out else _size(Path(out.removeprefix("file://")))
+        if stored is None:  # (a URL: its size is the store's to tell)
+            print(f"{src} ({fmt}, {human(original)}) -> {out}")
+        else:
+            print(f"{src} ({fmt}) -> {out}: {human(stored)}, {ratio_text(original, stored)}")
     return {
         "input": str(src),
         "output": out,
         "format": fmt,
-        "original_bytes": _source_size(src, fmt),
+        "original_bytes": original,
         "stored_bytes": stored,
     }
-
-
-def _report(src: Path, fmt: str, out: str) -> None:
-    original = _source_size(src, fmt)
-    if "://" in out:
-        print(f"{src} ({fmt}, {human(original)}) -> {out}")
-        return
-    stored = _size(Path(out))
-    print(
-        f"{src} ({fmt}, {human(original)}) -> {out} ({human(stored)}, "
-        f"ratio {stored / max(original, 1):.4f})"
-    )
 
 
 def _compress_dask(args: argparse.Namespace, src: Path) -> dict[str, Any]:
@@ -128,12 +123,21 @@ def _decompress_one(args: argparse.Namespace) -> dict[str, Any]:
     bar.finish()
     for path in beside:  # (files the container named: always told, even with -q)
         print(f"nncodecs: also wrote {path} (external data the model names)", file=sys.stderr)
-    size = _size(Path(out.removeprefix("file://")))
+    size = path_bytes(Path(out.removeprefix("file://")))
     if not (args.quiet or args.json):
         print(f"{src} -> {out} ({fmt}, {human(size)})")
-    # (what was written, every file of it, for a script)
+    # (what was written, every file of it, for a script; the files beside count)
     also = [str(p) for p in beside]
-    return {"input": str(src), "output": out, "format": fmt, "bytes": size, "beside": also}
+    restored = size + sum(p.stat().st_size for p in beside if p.is_file())
+    stored = None if "://" in str(src) else path_bytes(src)
+    return {
+        "input": str(src),
+        "output": out,
+        "format": fmt,
+        "original_bytes": restored,
+        "stored_bytes": stored,
+        "beside": also,
+    }
 
 
 def _decompress_to_stdout(args: argparse.Namespace, src: Path) -> dict[str, Any]:
@@ -234,19 +238,3 @@ def cmd_convert(args: argparse.Namespace) -> int:
     elif not args.quiet:
         print(f"{Path(args.input)} -> {args.output} ({fmt})")
     return 0
-
-
-def _source_size(src: Path, fmt: str) -> int:
-    """The bytes of every file a source is: an ONNX model's external data files too."""
-    if fmt != "onnx" or not src.is_file():
-        return _size(src)
-    from nncodecs.formats.onnx_external import owned_external
-
-    files = {(src.parent / name).resolve() for name in owned_external(src)}
-    return src.stat().st_size + sum(f.stat().st_size for f in files if f.is_file())
-
-
-def _size(path: Path) -> int:
-    if path.is_dir():
-        return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
-    return path.stat().st_size

@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from nncodecs.cli.progress import human
+from nncodecs.cli.report import JSON_VERSION
+from nncodecs.sizes import human, path_bytes, ratio_text, times_smaller
 
 __all__ = ["cmd_info", "of_source", "source_count"]
 
@@ -23,9 +24,10 @@ def cmd_info(args: argparse.Namespace) -> int:
     else:
         rows = _file_rows(src, fmt)
     total_n = sum(r["nbytes"] for r in rows)
-    total_s = sum(r["stored_bytes"] for r in rows)
+    original, stored, recorded = _sizes(src, fmt, total_n)
     if args.json:
-        doc = {"format": fmt, "tensors": rows, "nbytes": total_n, "stored_bytes": total_s}
+        doc = {"version": JSON_VERSION, "command": "info", "format": fmt, "tensors": rows,
+               "nbytes": total_n, "original_bytes": original, "stored_bytes": stored}
         if fmt == "container":
             doc["source_tensors"], doc["files"] = count, files
         print(json.dumps(doc))
@@ -36,7 +38,7 @@ def cmd_info(args: argparse.Namespace) -> int:
             r["dtype"],
             "x".join(map(str, r["shape"])) or "()",
             human(r["stored_bytes"]),
-            f"{r['stored_bytes'] / r['nbytes'] if r['nbytes'] else 1.0:.4f}",
+            times_smaller(r["nbytes"], r["stored_bytes"]),
             r["codec"],
             _reference(r),
         )
@@ -54,11 +56,14 @@ def cmd_info(args: argparse.Namespace) -> int:
     print(line(head))
     for t in table:
         print(line(t))
-    ratio = total_s / total_n if total_n else 1.0
-    print(
-        f"{len(rows)} tensors ({fmt}): {human(total_n)} -> {human(total_s)} stored, "
-        f"ratio {ratio:.4f}{of_source(count)}"
-    )
+    if fmt != "container":  # (a model file: its tensors, nothing compressed)
+        print(f"{len(rows)} tensors ({fmt}): {human(total_n)} in {human(stored)}")
+    else:  # (the ratio compress printed: the source's files against the container's)
+        held = "" if recorded else " of tensors (no source size recorded)"
+        print(
+            f"{len(rows)} tensors (container): {human(stored)}, {ratio_text(original, stored)}"
+            f"{held}{of_source(count)}"
+        )
     if files:  # (a snapshot directory's config, tokenizer ...: Reader.read_file)
         more = f" and {len(files) - 8} more" if len(files) > 8 else ""
         print(f"{len(files)} kept files: {', '.join(files[:8])}{more}")
@@ -87,6 +92,24 @@ def source_count(metadata: dict[str, str]) -> int | None:
         return int(metadata["source.tensors"])
     except (KeyError, ValueError):
         return None
+
+
+def _sizes(src: Path, fmt: str, tensor_bytes: int) -> tuple[int, int, bool]:
+    """``(original, stored, recorded)``: for a container the source's bytes it recorded
+    (or, where it recorded none, as a container written through the API, its tensors'
+    bytes) and its own bytes on disk; for a model file, its files' bytes both."""
+    from nncodecs.formats.file_modes import recorded_bytes, source_bytes
+
+    if fmt != "container":
+        size = source_bytes(src, fmt)
+        return size, size, True
+    from nncodecs import Reader
+
+    with Reader(src) as r:
+        original = recorded_bytes(r.metadata)
+    if original is None:
+        return tensor_bytes, path_bytes(src), False
+    return original, path_bytes(src), True
 
 
 def _container_rows(src: Path) -> tuple[list[dict[str, Any]], int | None, list[str]]:

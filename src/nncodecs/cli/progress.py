@@ -5,16 +5,9 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from nncodecs.sizes import human
+
 __all__ = ["ProgressBar", "human"]
-
-
-def human(n: float) -> str:
-    """Bytes for people: 1536 -> '1.5 KiB'."""
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TiB"
 
 
 class ProgressBar:

@@ -14,7 +14,7 @@ from nncodecs.container import Writer
 from nncodecs.container.gcpause import collector_paused
 from nncodecs.formats.detect import detect_format
 from nncodecs.formats.digests import hash_ahead
-from nncodecs.formats.file_modes import source_record
+from nncodecs.formats.file_modes import SIZE, source_bytes, source_record
 from nncodecs.formats.malloc import use_one_malloc_arena
 from nncodecs.formats.paths import check_container_name, input_root, local_output
 from nncodecs.formats.source import KEPT, ORDER, TIED, Progress
@@ -67,6 +67,7 @@ def compress(
     if not dedup:
         kwargs["dedup"] = False
     st, record = source_record(source)  # (its mode and times: the container's, and kept)
+    record[SIZE] = str(source_bytes(source, fmt))  # (the original of the ratio info shows)
     with open_source(source, fmt) as src:
         if not src.digests_its_reads:  # (its CRC32C, for its metadata, while tensors encode)
             hash_ahead([source] if source.is_file() else sorted(source.glob("*.safetensors")))

@@ -1,5 +1,8 @@
-"""A source file's mode and times, kept as zstd and tar keep them: ``compress`` records
-them (``source.mode``, octal; ``source.mtime_ns``) and gives them to the container file;
+"""What a container records of its source's files: their size (``source.bytes``: every
+file the source is, an ONNX model's external data included; the original of the ratio
+``info`` shows), and a source file's mode and times, kept as zstd and tar keep them:
+``compress`` records them (``source.mode``, octal; ``source.mtime_ns``) and gives them
+to the container file;
 ``decompress`` and ``convert`` give them to the restored file, its mode set from the
 file's first byte (:func:`nncodecs.outputs.created_mode`), so a private model is never
 readable by others on the way. A container made through the API (no record) restores
@@ -15,10 +18,31 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from nncodecs.outputs import created_mode, keep_times
+from nncodecs.sizes import path_bytes
 
-__all__ = ["MODE", "MTIME", "kept_like", "recorded", "source_record"]
+__all__ = ["MODE", "MTIME", "SIZE", "kept_like", "recorded", "recorded_bytes", "source_bytes", "source_record"]
 
-MODE, MTIME = "source.mode", "source.mtime_ns"
+MODE, MTIME, SIZE = "source.mode", "source.mtime_ns", "source.bytes"
+
+
+def source_bytes(source: Path, fmt: str) -> int:
+    """The bytes of every file a source is: a folder's files, an ONNX model's external
+    data files too."""
+    size = path_bytes(source)
+    if fmt == "onnx" and source.is_file():
+        from nncodecs.formats.onnx_external import owned_external
+
+        files = {(source.parent / name).resolve() for name in owned_external(source)}
+        size += sum(f.stat().st_size for f in files if f.is_file())
+    return size
+
+
+def recorded_bytes(metadata: dict[str, str]) -> int | None:
+    """The source's bytes a container recorded (``None`` where it recorded none)."""
+    with contextlib.suppress(KeyError, ValueError, TypeError):
+        size = int(metadata[SIZE])
+        return size if size >= 0 else None
+    return None
 
 
 def source_record(source: Path) -> tuple[os.stat_result | None, dict[str, str]]:

@@ -30,9 +30,11 @@ def merged_metadata(metadatas: list[dict[str, str]]) -> dict[str, str]:
         out.pop(ORDER, None)
         if all(orders):
             out[ORDER] = json.dumps([n for o in orders for n in json.loads(str(o))])
-    counts = [_int(m.get("source.tensors")) for m in metadatas]
-    if all(c is not None for c in counts):
-        out["source.tensors"] = str(sum(c for c in counts if c is not None))
+    for key in ("source.tensors", "source.bytes"):  # (summed; unknown if one lacks it)
+        counts = [_int(m.get(key)) for m in metadatas]
+        out.pop(key, None)
+        if all(c is not None for c in counts):
+            out[key] = str(sum(c for c in counts if c is not None))
     if all(m.get("source.format") == "safetensors" and "source.files" in m for m in metadatas):
         per_source = [json.loads(m["source.files"]) for m in metadatas]
         names = [rec.get("file") for recs in per_source for rec in recs]
