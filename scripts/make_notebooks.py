@@ -122,8 +122,9 @@ print("mean exponent-plane entropy:", round(float(rows[:, 1].mean()), 2), "bits 
         "md",
         """## What each codec achieves per tensor
 
-The same tensors through each of nncodecs' codecs and zstd, as stored bytes
-over original bytes (lower is better). The `weights` codec is what the
+The same tensors through each of nncodecs' codecs and zstd, as the ratio
+nncodecs states everywhere: original bytes over stored bytes, times smaller
+(higher is better). The `weights` codec is what the
 container uses by default.""",
     ),
     (
@@ -141,23 +142,25 @@ for name in layers:
     t = reader.read_tensor(name)
     for label, codec in codecs.items():
         data = t if label.startswith("weights") else t.view(np.uint16)
-        ratios[label].append(len(codec.encode(data)) / t.nbytes)
+        ratios[label].append(t.nbytes / len(codec.encode(data)))
 fig, ax = plt.subplots(figsize=(9, 3.5))
 for label, r in ratios.items():
     ax.plot(r, marker="o", ms=3, label=label)
-ax.set_ylabel("stored / original")
+ax.set_ylabel("original / stored (x smaller)")
 ax.set_xlabel("layer")
 ax.legend(fontsize=8)
 plt.show()
 for label, r in ratios.items():
-    print(f"{label:18s} mean {np.mean(r):.4f}")""",
+    print(f"{label:18s} mean {np.mean(r):.3f}x")""",
     ),
     ("md", "The container's own account of each tensor (stored bytes and codec chain):"),
     (
         "code",
-        """for name in layers[:4]:
+        """from nncodecs.sizes import ratio_text
+
+for name in layers[:4]:
     info = reader.info(name)
-    print(f"{name:45s} {info.stored_bytes / info.nbytes:.4f}  {info.codec}")
+    print(f"{name:45s} {ratio_text(info.nbytes, info.stored_bytes)}  {info.codec}")
 reader.close()
 work.cleanup()  # the temporary container goes""",
     ),
@@ -172,7 +175,7 @@ The same real model (all-MiniLM-L6-v2, offline) in float32, bfloat16 and
 float16, through nncodecs' `weights` codec and through the peers installed
 here: zstd, ztensor (its seekable zstd encoding) and ZipNN, each when
 importable. A
-plot shows ratio against decode speed: down and right is better. One run on
+plot shows ratio against decode speed: up and right is better. One run on
 this machine; `make compare` is the full benchmark.""",
     ),
     ("md", "The models, and a timing helper (best of three, one thread for everyone)."),
@@ -270,7 +273,7 @@ except ImportError:
     print("ztensor is not installed here: left out")
 print("systems:", ", ".join(systems))""",
     ),
-    ("md", "Measure: ratio (stored over original), encode and decode speed in MB/s."),
+    ("md", "Measure: ratio (original over stored, times smaller), encode and decode speed in MB/s."),
     (
         "code-varies",
         """rows = []
@@ -283,12 +286,12 @@ for dtype, model in models.items():
         assert all(np.asarray(b).tobytes() == t.tobytes() for b, t in zip(back, model.values()))
         stored = sum(len(f) for f in frames)
         rows.append({
-            "dtype": dtype, "system": label, "ratio": stored / nbytes,
+            "dtype": dtype, "system": label, "ratio": nbytes / stored,
             "encode MB/s": nbytes / best(lambda: encode(model)) / 1e6,
             "decode MB/s": nbytes / best(lambda: decode(frames, model)) / 1e6,
         })
 for r in rows:
-    print(f"{r['dtype']:9s} {r['system']:17s} ratio {r['ratio']:.4f}  "
+    print(f"{r['dtype']:9s} {r['system']:17s} ratio {r['ratio']:.3f}x  "
           f"encode {r['encode MB/s']:7.0f} MB/s  decode {r['decode MB/s']:7.0f} MB/s")""",
     ),
     ("md", "The plot: each point one system on one dtype."),
@@ -301,7 +304,7 @@ for r in rows:
     ax.scatter(r["decode MB/s"], r["ratio"], marker=markers[r["dtype"]], color=colors[r["system"]],
                label=f"{r['system']} {r['dtype']}")
 ax.set_xlabel("decode MB/s (one thread)")
-ax.set_ylabel("stored / original")
+ax.set_ylabel("original / stored (x smaller)")
 ax.legend(fontsize=7, ncol=2)
 plt.show()
 nncodecs.set_threads(None)

@@ -129,7 +129,7 @@ def _decompress_one(args: argparse.Namespace) -> dict[str, Any]:
     # (what was written, every file of it, for a script; the files beside count)
     also = [str(p) for p in beside]
     restored = size + sum(p.stat().st_size for p in beside if p.is_file())
-    stored = None if "://" in str(src) else path_bytes(src)
+    stored = None if "://" in str(args.input) else path_bytes(src)
     return {
         "input": str(src),
         "output": out,
