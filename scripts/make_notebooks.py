@@ -273,7 +273,7 @@ except ImportError:
     print("ztensor is not installed here: left out")
 print("systems:", ", ".join(systems))""",
     ),
-    ("md", "Measure: ratio (original over stored, times smaller), encode and decode speed in MB/s."),
+    ("md", "Measure: ratio (original over stored, x smaller), encode and decode speed in MB/s."),
     (
         "code-varies",
         """rows = []

@@ -20,7 +20,16 @@ from pathlib import Path
 from nncodecs.outputs import created_mode, keep_times
 from nncodecs.sizes import path_bytes
 
-__all__ = ["MODE", "MTIME", "SIZE", "kept_like", "recorded", "recorded_bytes", "source_bytes", "source_record"]
+__all__ = [
+    "MODE",
+    "MTIME",
+    "SIZE",
+    "kept_like",
+    "recorded",
+    "recorded_bytes",
+    "source_bytes",
+    "source_record",
+]
 
 MODE, MTIME, SIZE = "source.mode", "source.mtime_ns", "source.bytes"
 
