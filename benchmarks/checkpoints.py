@@ -19,14 +19,15 @@ of steps 1..N is stored against the step before it:
   tensor inputs only; there is no CPU torch for 3.12 here);
 - ``zstd -3 --patch-from``: the zstd command line, against the previous file.
 
-Printed per series and dtype: the stored bytes of steps 1..N, their ratio to the files,
-each delta's size against ZipNN's, compress and decompress MB/s per step (a delta
-decoded with its reference at hand: nncodecs' as the time one more step of chain adds
-to reading a step whole, the least-squares slope of the whole-read times of steps
-0..N over their chain depths), the time to restore step N from the
-series (every system decodes its whole chain: ZipNN, PTWM and zstd step after step
-from step 0, nncodecs' Reader down the chain), and the time to read one tensor of
-step N (nncodecs alone reads a tensor without the rest; its chain depth shown).
+Printed per series and dtype: the stored bytes of steps 1..N, their ratio (the files'
+bytes over the stored bytes: x smaller, larger is better), each delta's size against
+ZipNN's, compress and decompress MB/s per step (a delta decoded with its reference at
+hand: nncodecs' as the time one more step of chain adds to reading a step whole, the
+least-squares slope of the whole-read times of steps 0..N over their chain depths), the
+time to restore step N from the series (every system decodes its whole chain: ZipNN,
+PTWM and zstd step after step from step 0, nncodecs' Reader down the chain), and the time
+to read one tensor of step N (nncodecs alone reads a tensor without the rest; its chain
+depth shown).
 Every step of every system is restored and compared byte for byte (sha256).
 
 Usage: ``python benchmarks/checkpoints.py [--work DIR] [--steps 10] [--max-chain 10]``
@@ -217,10 +218,12 @@ def run_ptwm(files: list[Path], dtype: str, python: str) -> dict[str, Any] | Non
 
 
 def table(label: str, raw: int, results: dict[str, dict[str, Any]], per: int) -> None:
+    from nncodecs.sizes import times_smaller
+
     zipnn = results.get("ZipNN xor")
     print(f"\n{label}: steps 1..{len(next(iter(results.values()))['stored'])}, "
           f"{raw / 1e6:.1f} MB of files")  # fmt: skip
-    head = (f"{'system':22s} {'stored MB':>10s} {'ratio':>7s} {'vs ZipNN':>9s} {'comp MB/s':>10s} "
+    head = (f"{'system':22s} {'stored MB':>10s} {'ratio':>8s} {'vs ZipNN':>9s} {'comp MB/s':>10s} "
             f"{'dec MB/s':>9s} {'dec vs ZipNN':>12s} {'restore last':>13s} {'one tensor':>11s} "
             f"{'exact':>6s}")  # fmt: skip
     print(head)
@@ -232,7 +235,8 @@ def table(label: str, raw: int, results: dict[str, dict[str, Any]], per: int) ->
         vs = f"{stored / sum(zipnn['stored']) - 1:+.1%}" if zipnn else "-"
         dvs = f"{sum(zipnn['decode_s']) / sum(r['decode_s']):.2f}x" if zipnn else "-"
         one = f"{r['tensor_s'] * 1e3:.0f} ms ({r['depth']})" if "tensor_s" in r else "-"
-        print(f"{name:22s} {stored / 1e6:10.2f} {stored / raw:7.4f} {vs:>9s} {enc:10.0f} "
+        ratio = times_smaller(raw, stored, 3)
+        print(f"{name:22s} {stored / 1e6:10.2f} {ratio:>8s} {vs:>9s} {enc:10.0f} "
               f"{dec:9.0f} {dvs:>12s} {r['restore_s']:12.2f}s {one:>11s} "
               f"{'yes' if r['exact'] else 'NO':>6s}")  # fmt: skip
 
@@ -271,8 +275,10 @@ def main() -> None:
             if shutil.which("zstd"):
                 results["zstd -3 --patch-from"] = run_zstd(files, out)
             table(f"{series_name} series, {dtype}", raw, results, args.steps)
-    print(f"\nnncodecs' chain bound: {chain} (a keyframe after {chain} differences); 'one "
-          f"tensor': {TENSOR} of the last step, a fresh Reader, (its chain depth)")  # fmt: skip
+    print(f"\nratio = original / stored (x smaller, larger is better); 'vs ZipNN': stored "
+          f"bytes against ZipNN's; nncodecs' chain bound: {chain} (a keyframe after {chain} "
+          f"differences); 'one tensor': {TENSOR} of the last step, a fresh Reader, (its chain "
+          f"depth)")  # fmt: skip
 
 
 if __name__ == "__main__":

