@@ -354,3 +354,25 @@ def test_a_containers_recorded_mode_sets_no_special_bits(work: Path) -> None:
     r = run("decompress", "m.safetensors.zarr.zip", "-o", "b.safetensors", cwd=work)
     assert r.returncode == 0, r.stderr
     assert not stat.S_IMODE((work / "b.safetensors").stat().st_mode) & 0o7000
+
+
+def test_dask_compress_prints_the_ratio_info_prints(work: Path) -> None:
+    """compress --dask records the source's size as compress does: info gives the
+    sentence the command printed, and --json both sizes."""
+    from conftest import optional_import
+
+    from nncodecs.sizes import path_bytes
+
+    optional_import("dask")
+    r = run("compress", "m.safetensors", "--dask", "-o", "d.zarr", cwd=work)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count("\n") == 1  # (dask's progress bar on stderr: stdout is the line)
+    said = r.stdout.strip().split("; ", 1)[1]
+    original, stored = (work / "m.safetensors").stat().st_size, path_bytes(work / "d.zarr")
+    assert said == f"{human(stored)}, {ratio_text(original, stored)}"
+    info = run("info", "d.zarr", cwd=work).stdout.splitlines()[-1]
+    assert info.endswith(f" tensors (container): {said}; the source had 2 tensors")
+    r = run("compress", "m.safetensors", "--dask", "-o", "e.zarr", "--json", cwd=work)
+    record = json_of(r, "compress")
+    assert record["original_bytes"] == original
+    assert record["stored_bytes"] == path_bytes(work / "e.zarr")

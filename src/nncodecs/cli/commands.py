@@ -74,7 +74,7 @@ def _compress_dask(args: argparse.Namespace, src: Path) -> dict[str, Any]:
     if not args.output or args.output.endswith(".zip"):
         raise ValueError("--dask writes a directory or URL container: give -o NAME.zarr")
     check_cli_output(args.output, args.force)
-    kwargs: dict[str, Any] = {"codec": args.codec, "progress": not args.quiet}
+    kwargs: dict[str, Any] = {"codec": args.codec, "progress": not (args.quiet or args.json)}
     if args.chunk_bytes:
         kwargs["chunk_bytes"] = args.chunk_bytes
     scheduler = None if args.dask == "threads" else args.dask
@@ -82,15 +82,21 @@ def _compress_dask(args: argparse.Namespace, src: Path) -> dict[str, Any]:
         check_container_name(Path(args.output))
         check_output(Path(args.output), args.force, inputs=(src,))
     result = archive(src, args.output, scheduler=scheduler, overwrite=args.force, **kwargs)
+    from nncodecs.formats.file_modes import source_bytes
+
+    original = source_bytes(src, "safetensors")
+    local = "://" not in args.output
+    stored = path_bytes(Path(args.output)) if local else None
     if not (args.quiet or args.json):
-        print(f"{src} -> {args.output}: {result.tensors} tensors, {human(result.nbytes)} in "
-              f"{result.tasks} tasks")  # fmt: skip
+        sizes = f"; {human(stored)}, {ratio_text(original, stored)}" if stored else ""
+        print(f"{src} -> {args.output}: {result.tensors} tensors in {result.tasks} tasks{sizes}")
     return {
         "input": str(src),
         "output": args.output,
         "format": "safetensors",
         "tensors": result.tensors,
-        "original_bytes": result.nbytes,
+        "original_bytes": original,
+        "stored_bytes": stored,
         "tasks": result.tasks,
     }
 

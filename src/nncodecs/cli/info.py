@@ -26,8 +26,15 @@ def cmd_info(args: argparse.Namespace) -> int:
     total_n = sum(r["nbytes"] for r in rows)
     original, stored, recorded = _sizes(src, fmt, total_n)
     if args.json:
-        doc = {"version": JSON_VERSION, "command": "info", "format": fmt, "tensors": rows,
-               "nbytes": total_n, "original_bytes": original, "stored_bytes": stored}
+        doc = {
+            "version": JSON_VERSION,
+            "command": "info",
+            "format": fmt,
+            "tensors": rows,
+            "nbytes": total_n,
+            "original_bytes": original,
+            "stored_bytes": stored,
+        }
         if fmt == "container":
             doc["source_tensors"], doc["files"] = count, files
         print(json.dumps(doc))

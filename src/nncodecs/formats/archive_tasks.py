@@ -7,6 +7,7 @@ import asyncio
 import functools
 import json
 import math
+import sys
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -262,12 +263,13 @@ def _compute(tasks: list[Any], scheduler: Any, progress: bool) -> list[int]:
         if progress:
             from distributed import progress as show
 
-            show(futures)
+            with contextlib.redirect_stdout(sys.stderr):  # (stdout is a command's --json)
+                show(futures)
         return list(scheduler.gather(futures))
     bar: Any = contextlib.nullcontext()
     if progress:
         from dask.diagnostics import ProgressBar
 
-        bar = ProgressBar()
+        bar = ProgressBar(out=sys.stderr)  # (stdout is a command's --json)
     with bar:
         return list(dask.compute(*tasks, scheduler=scheduler or "threads"))

@@ -32,6 +32,7 @@ from nncodecs.dtypes import as_numpy, dtype_name
 from nncodecs.formats.archive_chain import run_chain
 from nncodecs.formats.archive_tasks import ArchiveResult, ArrayRows, Model, run
 from nncodecs.formats.compressing import file_bytes
+from nncodecs.formats.file_modes import SIZE, source_bytes
 from nncodecs.formats.source import KEPT, Tensor
 from nncodecs.formats.sources import open_source
 from nncodecs.formats.spliced import keep_gaps_apart
@@ -62,6 +63,7 @@ def _plan_model(name: str, source: Any, target: str) -> Model:
     with open_source(Path(source)) as src:
         # the same records as compress's, so that decompress restores it alike
         meta = src.checked_metadata()
+        meta[SIZE] = str(source_bytes(Path(source), src.format))  # (info's original)
         gaps = keep_gaps_apart(meta, Path(source))
         kept = src.kept_files()
         if kept:
