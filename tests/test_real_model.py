@@ -87,6 +87,10 @@ def test_demo_prints_its_table_and_leaves_nothing_behind(tmp_path: Path) -> None
             line.split()[0] in DTYPES]  # fmt: skip
     assert [row.split()[0] for row in rows] == DTYPES
     assert all(row.rstrip().endswith("yes") for row in rows)
-    for row in rows:
-        ratio = float(row.split()[4])
-        assert ratio > 1.1
+    for row in rows:  # (dtype, tensors, original, stored, ratio "1.22x", kept "82.1%", ...)
+        cells = row.split()
+        ratio, kept = float(cells[6].removesuffix("x")), float(cells[7].removesuffix("%"))
+        assert ratio > 1.1 and abs(100 / ratio - kept) < 1
+    # the model file as the command stores it, in the words the command and info use
+    said = [line for line in result.stdout.splitlines() if "as `nncodecs compress`" in line]
+    assert len(said) == 1 and said[0].endswith("x smaller, 81.9% of 86.7 MiB")
