@@ -174,6 +174,11 @@ def check_output(target: Path, force: bool = False, inputs: tuple[Path, ...] = (
                 "not replaced, even with --force (overwrite=True)"
             )
         return
+    if target.exists() and not target.is_file():  # (a device, a FIFO, a socket)
+        raise FileExistsError(
+            f"{target}: exists and is not a regular file (a device, FIFO or socket): "
+            "not replaced, even with --force (overwrite=True)"
+        )
     if target.exists() and not force:
         raise FileExistsError(f"{target}: exists; {_REPLACE}")
 
@@ -387,5 +392,6 @@ def final_mode(path: Path) -> None:
 def keep_times(path: Path, mtime_ns: int, atime_ns: int | None = None) -> None:
     """Give ``path`` a source's modification time (and access time: the same where none
     is given), as zstd and tar keep them, where the file system allows."""
-    with contextlib.suppress(OSError):
+    # (a time the platform cannot hold is left as it is: the file is written and kept)
+    with contextlib.suppress(OSError, OverflowError, ValueError):
         os.utime(path, ns=(mtime_ns if atime_ns is None else atime_ns, mtime_ns))

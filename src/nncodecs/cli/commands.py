@@ -172,6 +172,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
         fmt = r.metadata.get("source.format", "")
         # (a GGUF, ONNX or torch source: restored into its digests, nothing written)
         exact = check_spliced(r, fmt) if has_places(r.metadata, fmt) else 0
+        if fmt == "safetensors" and "source.files" in r.metadata:  # (its files' records)
+            from nncodecs.formats.streaming import check_safetensors_files
+
+            exact = check_safetensors_files(r, str(args.input))
         kept = r.metadata.get(KEPT)  # (the kept files the source had: all must be there)
         if kept is not None and kept != str(len(r.files())):
             raise CorruptDataError(

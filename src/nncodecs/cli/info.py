@@ -95,10 +95,10 @@ def of_source(count: int | None) -> str:
 
 def source_count(metadata: dict[str, str]) -> int | None:
     """The number of tensors the container's source had, where it recorded it."""
-    try:
-        return int(metadata["source.tensors"])
-    except (KeyError, ValueError):
-        return None
+    text = metadata.get("source.tensors")
+    if isinstance(text, str) and text.isascii() and text.isdigit() and len(text) < 19:
+        return int(text)
+    return None
 
 
 def _sizes(src: Path, fmt: str, tensor_bytes: int) -> tuple[int, int, bool]:
@@ -114,7 +114,7 @@ def _sizes(src: Path, fmt: str, tensor_bytes: int) -> tuple[int, int, bool]:
 
     with Reader(src) as r:
         original = recorded_bytes(r.metadata)
-    if original is None:
+    if original is None or (original == 0 and tensor_bytes):  # (none, or a forged one)
         return tensor_bytes, path_bytes(src), False
     return original, path_bytes(src), True
 

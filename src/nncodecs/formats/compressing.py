@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,7 @@ from nncodecs.container import Writer
 from nncodecs.container.gcpause import collector_paused
 from nncodecs.formats.detect import detect_format
 from nncodecs.formats.digests import hash_ahead
-from nncodecs.formats.file_modes import SIZE, source_bytes, source_record
+from nncodecs.formats.file_modes import MODE, SIZE, source_bytes, source_record
 from nncodecs.formats.malloc import use_one_malloc_arena
 from nncodecs.formats.paths import check_container_name, input_root, local_output
 from nncodecs.formats.source import KEPT, ORDER, TIED, Progress
@@ -66,7 +65,8 @@ def compress(
         kwargs["max_chain"] = max_chain
     if not dedup:
         kwargs["dedup"] = False
-    st, record = source_record(source)  # (its mode and times: the container's, and kept)
+    st, record = source_record(source, fmt)  # (its mode and times: the container's, kept)
+    mode = int(record[MODE], 8) if MODE in record else None
     record[SIZE] = str(source_bytes(source, fmt))  # (the original of the ratio info shows)
     with open_source(source, fmt) as src:
         if not src.digests_its_reads:  # (its CRC32C, for its metadata, while tensors encode)
@@ -75,7 +75,7 @@ def compress(
         with (
             collector_paused(),
             made_parents(local),
-            created_mode(None if st is None else stat.S_IMODE(st.st_mode)),
+            created_mode(mode),
             Writer(target, overwrite=force, **kwargs) as w,
         ):
             tied = src.tied()  # (stored once: the first name of their bytes)
@@ -103,7 +103,7 @@ def compress(
             if progress:
                 progress(1, 1)  # the bar ends at 100% (sizes on disk and in memory differ)
     if st is not None and local is not None and local.is_file() and not local.is_symlink():
-        os.chmod(local, stat.S_IMODE(st.st_mode))  # (a read-only mode: once it is written)
+        os.chmod(local, int(record[MODE], 8))  # (a read-only mode: once it is written)
         keep_times(local, st.st_mtime_ns, st.st_atime_ns)
     return fmt
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,6 +30,7 @@ __all__ = [
     "recorded_bytes",
     "source_bytes",
     "source_record",
+    "strictest",
 ]
 
 MODE, MTIME, SIZE = "source.mode", "source.mtime_ns", "source.bytes"
@@ -38,40 +40,79 @@ def source_bytes(source: Path, fmt: str) -> int:
     """The bytes of every file a source is: a folder's files, an ONNX model's external
     data files too."""
     size = path_bytes(source)
-    if fmt == "onnx" and source.is_file():
-        from nncodecs.formats.onnx_external import owned_external
-
-        files = {(source.parent / name).resolve() for name in owned_external(source)}
-        size += sum(f.stat().st_size for f in files if f.is_file())
+    if source.is_file():
+        size += sum(f.stat().st_size for f in _external_files(source, fmt))
     return size
 
 
 def recorded_bytes(metadata: dict[str, str]) -> int | None:
     """The source's bytes a container recorded (``None`` where it recorded none)."""
-    with contextlib.suppress(KeyError, ValueError, TypeError):
-        size = int(metadata[SIZE])
-        return size if size >= 0 else None
+    text = metadata.get(SIZE)
+    if isinstance(text, str) and _TIME_TEXT.fullmatch(text) and int(text) < 2**63:
+        return int(text)  # (digits only, below 2^63: a forged record is no size)
     return None
 
 
-def source_record(source: Path) -> tuple[os.stat_result | None, dict[str, str]]:
-    """A single-file source's stat and the metadata that records its mode and times."""
+def source_record(source: Path, fmt: str = "") -> tuple[os.stat_result | None, dict[str, str]]:
+    """A single-file source's stat and the metadata that records its mode and times: the
+    mode is the strictest of its files' (an ONNX model's 0600 external data keeps the
+    container and every restored file private), the times the file's own."""
     if not source.is_file():
         return None, {}
     st = source.stat()
-    return st, {MODE: f"{stat.S_IMODE(st.st_mode):o}", MTIME: str(st.st_mtime_ns)}
+    mode = strictest([source, *_external_files(source, fmt)])
+    return st, {MODE: f"{mode:o}", MTIME: str(st.st_mtime_ns)}
+
+
+def strictest(paths: list[Path]) -> int | None:
+    """The permission bits every one of ``paths`` grants (``None`` where none is a file)."""
+    modes = [stat.S_IMODE(p.stat().st_mode) & 0o777 for p in paths if p.is_file()]
+    if not modes:
+        return None
+    out = 0o777
+    for m in modes:
+        out &= m
+    return out
+
+
+def _external_files(source: Path, fmt: str) -> list[Path]:
+    if fmt != "onnx":
+        return []
+    from nncodecs.formats.onnx_external import owned_external
+
+    files = {(source.parent / name).resolve() for name in owned_external(source)}
+    return sorted(f for f in files if f.is_file())
+
+
+#: A recorded mode: octal permission bits, and nothing else (a forged "-1" or " 76 "
+#: is no mode).
+_MODE_TEXT = re.compile(r"[0-7]{1,4}")
+_TIME_TEXT = re.compile(r"[0-9]{1,19}")
 
 
 def recorded(metadata: dict[str, str]) -> tuple[int | None, int | None]:
     """``(mode, mtime_ns)`` a container recorded of its source (each ``None`` where it
-    recorded none, or nothing readable)."""
+    recorded none, or nothing readable). The mode gives permission bits only, less the
+    umask's (as tar gives them to a user other than root): a container's record never
+    sets setuid, setgid or sticky, nor grants what this user's umask withholds."""
+    mode_text, time_text = metadata.get(MODE), metadata.get(MTIME)
     mode = mtime = None
-    # (permission bits only: a container's record never sets setuid, setgid or sticky)
-    with contextlib.suppress(ValueError, TypeError):
-        mode = int(metadata[MODE], 8) & 0o777 if MODE in metadata else None
-    with contextlib.suppress(ValueError, TypeError):
-        mtime = int(metadata[MTIME]) if MTIME in metadata else None
-    return mode, (mtime if mtime is None or mtime >= 0 else None)
+    if isinstance(mode_text, str) and _MODE_TEXT.fullmatch(mode_text):
+        mode = int(mode_text, 8) & 0o777 & ~_umask()
+    if isinstance(time_text, str) and _TIME_TEXT.fullmatch(time_text):
+        mtime = int(time_text) if int(time_text) < 2**63 else None
+    return mode, mtime
+
+
+def _umask() -> int:
+    """This process's umask, read without changing it where Linux tells it."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    old = os.umask(0o022)  # (elsewhere: set and put back at once)
+    os.umask(old)
+    return old
 
 
 @contextlib.contextmanager

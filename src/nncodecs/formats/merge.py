@@ -3,14 +3,18 @@ the files it holds."""
 
 from __future__ import annotations
 
+import functools
 import json
+import operator
+import os
 from typing import Any
 
 from nncodecs.container import Reader, merge
+from nncodecs.formats.file_modes import MODE, recorded, strictest
 from nncodecs.formats.paths import check_container_name, local_output
 from nncodecs.formats.source import ORDER, TIED
 from nncodecs.formats.spliced import has_places
-from nncodecs.outputs import check_output, made_parents
+from nncodecs.outputs import check_output, created_mode, made_parents
 
 __all__ = ["merge_containers", "merged_metadata"]
 
@@ -30,6 +34,10 @@ def merged_metadata(metadatas: list[dict[str, str]]) -> dict[str, str]:
         out.pop(ORDER, None)
         if all(orders):
             out[ORDER] = json.dumps([n for o in orders for n in json.loads(str(o))])
+    modes = [recorded(m)[0] for m in metadatas]  # (the strictest: a private one stays so)
+    out.pop(MODE, None)
+    if all(x is not None for x in modes):
+        out[MODE] = f"{functools.reduce(operator.and_, (x or 0 for x in modes)):o}"
     for key in ("source.tensors", "source.bytes"):  # (summed; unknown if one lacks it)
         counts = [_int(m.get(key)) for m in metadatas]
         out.pop(key, None)
@@ -80,6 +88,9 @@ def merge_containers(
     meta = merged_metadata(metas)
     # (a spliced source's kept bytes go only where its records stay: one source, or the same)
     kept = has_places(meta, meta.get("source.format", ""))
-    with made_parents(local):
+    mode = strictest(list(inputs))  # (the merged container: as private as its inputs)
+    with made_parents(local), created_mode(mode):
         merge(sources, target, codec=codec, metadata=meta, overwrite=force, keep_hidden=kept,
               references=references)  # fmt: skip
+    if mode is not None and local is not None and local.is_file() and not local.is_symlink():
+        os.chmod(local, mode)

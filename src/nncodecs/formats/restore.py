@@ -126,6 +126,11 @@ def decompress(
         own = fmt == source and fmt in EXACT_FORMATS and "source.files" in r.metadata
         records = file_records(r, str(container)) if own and fmt == "safetensors" else None
         directory = records is not None and r.metadata.get("source.layout") == "directory"
+        if directory and out.suffix.lower() == ".safetensors":  # (a folder under a file's name)
+            raise ValueError(
+                f"{out}: the container restores to a folder of {len(records or [])} safetensors "
+                "files (its source was a folder, or a merge): name a folder, not a file"
+            )
         local = local_output(container)
         inputs = (local,) if local is not None else ()
         # (never over a container the input is stored against: both would be lost)
@@ -137,7 +142,7 @@ def decompress(
             parent = out.parent.resolve()
             fresh = not parent.exists() or not any(parent.iterdir())
             owned = owned_external(out) if force else set()
-        mode, mtime = recorded(r.metadata) if not directory else (None, None)
+        mode, mtime = recorded(r.metadata)  # (a folder: the mode to its files, no time)
         with (
             kept_like(mode, mtime, out),
             atomic_output(out, force, directory=directory, inputs=inputs) as tmp,

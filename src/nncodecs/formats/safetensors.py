@@ -32,6 +32,7 @@ import numpy as np
 
 from nncodecs.dtypes import ML_DTYPES
 from nncodecs.errors import CorruptDataError
+from nncodecs.outputs import final_mode, open_new
 from nncodecs.writeback import Writeback
 
 __all__ = [
@@ -197,7 +198,9 @@ def write_safetensors(
     header = json.loads(header_bytes)
     # (a file object, standard output say, is written as it is and left open)
     writable = hasattr(path, "write")
-    with contextlib.nullcontext(path) if writable else Path(path).open("wb") as f:
+    # (a file made under created_mode gets its mode from its first byte: a private
+    # model's folder of shards stays private too)
+    with contextlib.nullcontext(path) if writable else open_new(Path(path)) as f:
         out = _Behind(f, digest)
         try:
             out.write(struct.pack("<Q", len(header_bytes)) + header_bytes)
@@ -233,6 +236,8 @@ def write_safetensors(
         ends = [v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"]
         if at != max(ends, default=0):
             raise ValueError(f"{path}: the header names tensors that were not written")
+    if not writable:
+        final_mode(Path(path))  # (a read-only mode, once written)
 
 
 #: Pieces up to this size are written (and hashed) behind the caller, on a thread.
