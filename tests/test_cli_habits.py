@@ -293,7 +293,11 @@ def test_quantized_gguf_is_shown_as_such_and_never_written_as_blobs(tmp_path: Pa
     assert np.array_equal(back["n"], np.ones(64, np.float32))
     assert run("compress", "q.gguf", "-q", cwd=tmp_path).returncode == 0
     table = run("info", "q.gguf.zarr.zip", cwd=tmp_path).stdout
-    assert "Q4_0" in table
+    assert "Q4_0" in table and "8x64" in table  # (the container shows what the file did)
+    record = json.loads(run("info", "q.gguf.zarr.zip", "--json", cwd=tmp_path).stdout)
+    rows = {row["name"]: row for row in record["tensors"]}
+    w = rows["w"]
+    assert (w["dtype"], w["shape"], w["layout"]) == ("Q4_0", [8, 64], "ggml")
     r = run("decompress", "q.gguf.zarr.zip", "-o", "c.safetensors", cwd=tmp_path)
     refused(r, "'w' is Q4_0", "restore the GGUF file")
     assert not (tmp_path / "c.safetensors").exists()

@@ -121,16 +121,17 @@ def _sizes(src: Path, fmt: str, tensor_bytes: int) -> tuple[int, int, bool]:
 
 def _container_rows(src: Path) -> tuple[list[dict[str, Any]], int | None, list[str]]:
     from nncodecs import Reader
-    from nncodecs.formats.ggml_convert import quantized_in_container
+    from nncodecs.formats.ggml_convert import quantized_in_container, quantized_shapes
 
     with Reader(src) as r:
         ggml = dict(quantized_in_container(r.metadata))  # (a GGUF's blocks: their type)
+        logical = quantized_shapes(r.metadata)  # (and their shape in values)
         rows = [
             {
                 "name": i.name,
                 "dtype": ggml.get(i.name, i.dtype),
-                "shape": list(i.shape),
-                "layout": i.layout,
+                "shape": logical.get(i.name, list(i.shape)) if i.name in ggml else list(i.shape),
+                "layout": "ggml" if i.name in ggml else i.layout,
                 "nbytes": i.nbytes,
                 "stored_bytes": i.stored_bytes,
                 "codec": i.codec,

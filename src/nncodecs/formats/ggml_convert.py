@@ -19,7 +19,16 @@ import numpy as np
 
 from nncodecs.extras import need
 
-__all__ = ["check_no_quantized", "dequantized", "quantized_in_container"]
+__all__ = [
+    "QUANTIZED_SHAPES",
+    "check_no_quantized",
+    "dequantized",
+    "quantized_in_container",
+    "quantized_shapes",
+]
+
+#: A GGUF container's record of its quantized tensors' shapes in values (``info``).
+QUANTIZED_SHAPES = "source.gguf.shapes"
 
 #: GGUF's types that safetensors and npz hold as they are (BF16 as bfloat16).
 TYPED = frozenset({"F32", "F16", "F64", "BF16", "I8", "I16", "I32", "I64"})
@@ -35,6 +44,22 @@ def quantized_in_container(metadata: dict[str, str]) -> list[tuple[str, str]]:
         return [(str(r[0]), str(r[3])) for r in ranges if str(r[3]) not in TYPED]
     except (ValueError, TypeError, IndexError):
         return []  # (damaged records: the restore itself says so)
+
+
+def quantized_shapes(metadata: dict[str, str]) -> dict[str, list[int]]:
+    """Each quantized tensor's shape in values, as its GGUF file gave it (none where the
+    container recorded none, or nothing readable: its byte shape is shown then)."""
+    try:
+        shapes = json.loads(metadata.get(QUANTIZED_SHAPES, "{}"))
+    except (ValueError, TypeError):
+        return {}
+    if not isinstance(shapes, dict):
+        return {}
+    return {str(k): v for k, v in shapes.items() if _a_shape(v)}
+
+
+def _a_shape(v: Any) -> bool:
+    return isinstance(v, list) and len(v) <= 8 and all(type(n) is int and n >= 0 for n in v)
 
 
 def check_no_quantized(items: list[tuple[str, str]], where: str, fmt: str, file: bool) -> None:

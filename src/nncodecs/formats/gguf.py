@@ -10,6 +10,7 @@ metadata (:mod:`nncodecs.formats.spliced`, which restores the file).
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from nncodecs.dtypes import normalize_dtype
 from nncodecs.errors import CorruptDataError
 from nncodecs.extras import need
 from nncodecs.formats.ggml import BLOCK_FIELDS
+from nncodecs.formats.ggml_convert import QUANTIZED_SHAPES
 from nncodecs.formats.gguf_header import check_gguf_header
 from nncodecs.formats.source import FileRows, Source, Tensor
 from nncodecs.formats.spliced import spliced_metadata
@@ -39,6 +41,7 @@ class GgufSource(Source):
     def __init__(self, path: Path) -> None:
         super().__init__(path)
         self.places: list[tuple[str, int, int, str]] = []  # (name, offset, bytes, GGML type)
+        self.logical: dict[str, list[int]] = {}  # (a quantized tensor's shape in values)
 
     def _list(self) -> list[Tensor]:
         GGUFReader = need("gguf", "reading GGUF").GGUFReader  # noqa: N806 (the package's name)
@@ -75,6 +78,8 @@ class GgufSource(Source):
             load = None if fields is None else _records(rows, size, fields)
             logical = tuple(int(n) for n in reversed(t.shape))  # (GGUF lists dims inner first)
             quantized = (kind, logical) if kind not in _GGUF_TYPED and kind != "BF16" else None
+            if quantized:
+                self.logical[t.name] = list(logical)
             out.append(Tensor(t.name, dtype, shape, load=load, rows=rows, quantized=quantized))
             self.places.append((t.name, start, size, kind))
         return out
@@ -85,6 +90,8 @@ class GgufSource(Source):
         meta = super().metadata()
         tensors = meta.pop("source.tensors")
         meta.update(spliced_metadata(self.path, "gguf", self.places))
+        if self.logical:  # (what info shows of a quantized tensor, stored as its bytes)
+            meta[QUANTIZED_SHAPES] = json.dumps(self.logical)
         meta["source.tensors"] = tensors
         return meta
 
