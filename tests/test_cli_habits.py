@@ -140,6 +140,8 @@ def test_every_command_speaks_json(work: Path) -> None:
     assert record["beside"] == [] and record["format"] == "safetensors"
     r = run("convert", "m.safetensors", "-o", "c.npz", "--json", cwd=work)
     assert json_of(r, "convert")["format"] == "npz"
+    r = run("convert", "m.safetensors", "-o", "c.zarr.zip", "--json", cwd=work)
+    assert json_of(r, "convert")["format"] == "container"  # (what was written, not the source)
     r = run("merge", "j.zarr.zip", "-o", "merged.zarr.zip", "--json", cwd=work)
     assert json_of(r, "merge") == {
         "version": JSON_VERSION,
@@ -362,7 +364,8 @@ def test_dask_compress_prints_the_ratio_info_prints(work: Path) -> None:
     assert said == f"{human(stored)}, {ratio_text(original, stored)}"
     info = run("info", "d.zarr", cwd=work).stdout.splitlines()[-1]
     assert info.endswith(f" tensors (container): {said}; the source had 2 tensors")
-    r = run("compress", "m.safetensors", "--dask", "-o", "e.zarr", "--json", cwd=work)
+    # (--dask before the input: the input is not taken for a scheduler address)
+    r = run("compress", "--dask", "m.safetensors", "-o", "e.zarr", "--json", cwd=work)
     record = json_of(r, "compress")
     assert record["original_bytes"] == original
     assert record["stored_bytes"] == path_bytes(work / "e.zarr")

@@ -13,7 +13,7 @@ import sys
 from typing import Any
 
 from nncodecs.cli.errors import error_line
-from nncodecs.cli.parser import build_parser
+from nncodecs.cli.parser import build_parser, dask_without_address
 
 __all__ = ["main"]
 
@@ -22,7 +22,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command; errors are one line on stderr: exit 1, or 2 for a usage error."""
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(dask_without_address(sys.argv[1:] if argv is None else argv))
     except BrokenPipeError:  # (``nncodecs --help | head -1``)
         return _closed_pipe()
     previous = _terminate_as_interrupt()

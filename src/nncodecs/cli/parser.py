@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -15,7 +16,7 @@ from nncodecs.cli.commands import (
 )
 from nncodecs.cli.info import cmd_info
 
-__all__ = ["build_parser"]
+__all__ = ["build_parser", "dask_without_address"]
 
 EXAMPLES = {
     "compress": "nncodecs compress model.safetensors            # -> model.safetensors.zarr.zip",
@@ -239,3 +240,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("-f", "--force", action="store_true", help=FORCE_HELP)
     return parser
+
+
+def dask_without_address(argv: list[str]) -> list[str]:
+    """``compress --dask model.safetensors -o m.zarr``: ``--dask`` takes an optional
+    ADDRESS, which would swallow the input. A word after it that is a local path and no
+    scheduler (``threads``, ``processes``, ``synchronous``, ``host:port``, a URL) is the
+    input, and ``--dask`` runs on threads, as given alone."""
+    out = list(argv)
+    for i, word in enumerate(out[:-1]):
+        nxt = out[i + 1]
+        local = "://" not in nxt and nxt not in ("threads", "processes", "synchronous")
+        if word == "--dask" and local and os.path.exists(nxt):
+            out[i] = "--dask=threads"
+    return out
