@@ -111,10 +111,10 @@ def run(out: Path, level: int, *, keep: bool) -> int:
             f"{original / write_s / 1e6:>12.1f}{original / read_s / 1e6:>11.1f}"
             f"  {'yes' if exact else 'NO'}"
         )
-    model_file_line(out, keep)
     print("\nratio = original bytes / bytes on disk (chunks and metadata): times smaller;")
     print("kept = bytes on disk as a share of the original (nncodecs.sizes.ratio_text says both).")
     print("MB/s = original bytes / wall time of the whole Zarr write or read, all tensors.")
+    model_file_line(out, keep)
     return 0 if all_exact else 1
 
 
@@ -125,7 +125,8 @@ def model_file_line(out: Path, keep: bool) -> None:
 
     container = out / "model.safetensors.zarr.zip"
     compress(minilm_path(), container, force=True)
-    said = ratio_text(path_bytes(minilm_path()), path_bytes(container))
+    original, stored = path_bytes(minilm_path()), path_bytes(container)
+    said = f"{human(stored)}, {ratio_text(original, stored)}"
     print(f"\nmodel.safetensors as `nncodecs compress` stores it: {said}")
     if not keep:
         container.unlink()

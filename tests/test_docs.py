@@ -132,6 +132,7 @@ def test_the_front_page_is_short() -> None:
 _INTERNAL = [
     re.compile(r"\bissues? #?\d+", re.I),  # the project's issue numbers
     re.compile(r"\bsessions?\b", re.I),  # a work log's phrase
+    re.compile(r"\bthe issue\b|\bissue's\b", re.I),  # a work item, not the user's
     re.compile(r"(?<![0-9a-fx])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,12}(?![0-9a-f])"),
 ]
 
@@ -142,3 +143,29 @@ def test_no_internal_references_in_user_pages(page: Path) -> None:
     for pattern in _INTERNAL:
         found = pattern.search(text)
         assert found is None, (page.name, found.group(0) if found else None)
+
+
+def _slug(heading: str) -> str:
+    """A heading's anchor as GitHub makes it: lower case, punctuation dropped (``-`` and
+    ``_`` kept), spaces to ``-``."""
+    text = re.sub(r"[`*]", "", heading.strip().lower())
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def _anchors(page: Path) -> set[str]:
+    text = re.sub(r"```.*?```", "", page.read_text(), flags=re.S)
+    return {_slug(m.group(1)) for m in re.finditer(r"^#{1,6} (.+)$", text, re.M)}
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_link_and_anchor_resolves(page: Path) -> None:
+    """A relative link names a file of the repository, and its #anchor a heading there."""
+    text = re.sub(r"```.*?```", "", page.read_text(), flags=re.S)
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"[a-z]+:", target):  # (https:, mailto:)
+            continue
+        path, _, anchor = target.partition("#")
+        linked = (page.parent / path).resolve() if path else page
+        assert linked.exists(), (page.name, target)
+        if anchor and linked.suffix == ".md":
+            assert anchor in _anchors(linked), (page.name, target)

@@ -171,3 +171,25 @@ def test_a_private_onnx_data_file_keeps_the_container_and_its_restore_private(
     restored = [p for p in (tmp_path / "out").iterdir()]
     assert len(restored) == 1 + len(files)
     assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in restored)
+
+
+def test_hostile_names_are_shown_written_out(tmp_path: Path) -> None:
+    """A tensor or file name with terminal escapes or line breaks can neither colour the
+    screen nor break a table or an error's one line; one tensor is '1 tensor'."""
+    from safetensors.numpy import save_file
+
+    name = "w\x1b[31mred\nline"
+    save_file({name: np.ones(4, np.float32)}, str(tmp_path / "h.safetensors"))
+    out = run("info", "h.safetensors", cwd=tmp_path).stdout
+    assert "\x1b" not in out and "w\\x1b[31mred\\nline" in out
+    assert (
+        out.splitlines()[-1] == "1 tensor (safetensors): 16 B in " + out.split(" in ")[-1].strip()
+    )
+    assert run("compress", "h.safetensors", cwd=tmp_path).returncode == 0
+    out = run("info", "h.safetensors.zarr.zip", cwd=tmp_path).stdout
+    assert "\x1b" not in out and "; the source had 1 tensor" in out
+    r = run("info", "\x1b[31mgone\nfile.safetensors", cwd=tmp_path)
+    one_line_error(r, "gone file.safetensors", "no such file")
+    assert "\x1b" not in r.stderr
+    r = run("decompress", "h.safetensors.zarr.zip", "-o", "/proc/x.safetensors", cwd=tmp_path)
+    assert r.returncode == 1 and ".nncodecs-" not in r.stderr  # (the name given, not the temporary)

@@ -21,7 +21,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["human", "path_bytes", "ratio_text", "times_smaller"]
+__all__ = ["count", "human", "path_bytes", "ratio_text", "times_smaller"]
+
+
+def count(n: int, word: str) -> str:
+    """``count(1, "tensor")`` -> ``'1 tensor'``, ``count(3, "kept file")`` -> ``'3 kept
+    files'``."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def path_bytes(path: Path) -> int:

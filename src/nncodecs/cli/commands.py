@@ -12,6 +12,7 @@ from nncodecs.cli.info import of_source, source_count
 from nncodecs.cli.many import run_each
 from nncodecs.cli.progress import ProgressBar
 from nncodecs.cli.report import emit
+from nncodecs.sizes import count as counted
 from nncodecs.sizes import human, path_bytes, ratio_text
 
 __all__ = ["cmd_compress", "cmd_convert", "cmd_decompress", "cmd_merge", "cmd_verify"]
@@ -89,7 +90,8 @@ def _compress_dask(args: argparse.Namespace, src: Path) -> dict[str, Any]:
     stored = path_bytes(Path(args.output)) if local else None
     if not (args.quiet or args.json):
         sizes = f"; {human(stored)}, {ratio_text(original, stored)}" if stored else ""
-        print(f"{src} -> {args.output}: {result.tensors} tensors in {result.tasks} tasks{sizes}")
+        tasks = f"{counted(result.tensors, 'tensor')} in {counted(result.tasks, 'task')}"
+        print(f"{src} -> {args.output}: {tasks}{sizes}")
     return {
         "input": str(src),
         "output": args.output,
@@ -203,14 +205,14 @@ def cmd_verify(args: argparse.Namespace) -> int:
             )
         elif not args.quiet:
             more = f" ({len(tied)} of them tied: stored once)" if tied else ""
-            files = f", {len(r.files())} kept files" if r.files() else ""
+            files = f", {counted(len(r.files()), 'kept file')}" if r.files() else ""
             back = f"; its {fmt} source comes back byte for byte" if exact else ""
             deltas = r.references()
             if deltas:
                 back += (f"; {len(deltas)} stored against references, each found and the one "
                          "written against")  # fmt: skip
             print(
-                f"{args.input}: {len(order)} tensors{more}{files}, every checksum holds"
+                f"{args.input}: {counted(len(order), 'tensor')}{more}{files}, every checksum holds"
                 f"{of_source(count)}{back}"
             )
     return 0

@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from nncodecs.cli.report import JSON_VERSION
+from nncodecs.sizes import count as counted
 from nncodecs.sizes import human, path_bytes, ratio_text, times_smaller
 
-__all__ = ["cmd_info", "of_source", "source_count"]
+__all__ = ["cmd_info", "of_source", "shown", "source_count"]
 
 
 def cmd_info(args: argparse.Namespace) -> int:
@@ -41,7 +42,7 @@ def cmd_info(args: argparse.Namespace) -> int:
         return 0
     table = [
         (
-            r["name"],
+            shown(r["name"]),
             r["dtype"],
             "x".join(map(str, r["shape"])) or "()",
             human(r["stored_bytes"]),
@@ -64,16 +65,17 @@ def cmd_info(args: argparse.Namespace) -> int:
     for t in table:
         print(line(t))
     if fmt != "container":  # (a model file: its tensors, nothing compressed)
-        print(f"{len(rows)} tensors ({fmt}): {human(total_n)} in {human(stored)}")
+        print(f"{counted(len(rows), 'tensor')} ({fmt}): {human(total_n)} in {human(stored)}")
     else:  # (the ratio compress printed: the source's files against the container's)
         held = "" if recorded else " of tensors (no source size recorded)"
         print(
-            f"{len(rows)} tensors (container): {human(stored)}, {ratio_text(original, stored)}"
+            f"{counted(len(rows), 'tensor')} (container): {human(stored)}, "
+            f"{ratio_text(original, stored)}"
             f"{held}{of_source(count)}"
         )
     if files:  # (a snapshot directory's config, tokenizer ...: Reader.read_file)
         more = f" and {len(files) - 8} more" if len(files) > 8 else ""
-        print(f"{len(files)} kept files: {', '.join(files[:8])}{more}")
+        print(f"{counted(len(files), 'kept file')}: {', '.join(shown(f) for f in files[:8])}{more}")
     return 0
 
 
@@ -89,8 +91,14 @@ def _reference(row: dict[str, Any]) -> str:
     return f"{how} {what} {ref['container']} ({row['depth']})"
 
 
+def shown(name: str) -> str:
+    """A name as the terminal shows it: escapes and line breaks written out (``\\x1b``,
+    ``\\n``), so a hostile name can neither colour the screen nor break the table."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in name)
+
+
 def of_source(count: int | None) -> str:
-    return "" if count is None else f"; the source had {count} tensors"
+    return "" if count is None else f"; the source had {counted(count, 'tensor')}"
 
 
 def source_count(metadata: dict[str, str]) -> int | None:

@@ -245,12 +245,12 @@ def build_parser() -> argparse.ArgumentParser:
 def dask_without_address(argv: list[str]) -> list[str]:
     """``compress --dask model.safetensors -o m.zarr``: ``--dask`` takes an optional
     ADDRESS, which would swallow the input. A word after it that is a local path and no
-    scheduler (``threads``, ``processes``, ``synchronous``, ``host:port``, a URL) is the
+    scheduler (``threads``, ``processes``, ``sync``, ``host:port``, a URL) is the
     input, and ``--dask`` runs on threads, as given alone."""
     out = list(argv)
     for i, word in enumerate(out[:-1]):
         nxt = out[i + 1]
-        local = "://" not in nxt and nxt not in ("threads", "processes", "synchronous")
+        local = "://" not in nxt and nxt not in ("threads", "processes", "sync", "synchronous")
         if word == "--dask" and local and os.path.exists(nxt):
             out[i] = "--dask=threads"
     return out
