@@ -315,8 +315,8 @@ def test_mode_and_times_are_kept(work: Path) -> None:
     import stat
 
     from nncodecs import Writer
-    from nncodecs.container.zip_writer import ZipWriter
     from nncodecs.outputs import created_mode
+    from nncodecs.store.zip_writer import ZipWriter
 
     source = work / "m.safetensors"
     when = 1_600_000_000_123_456_789

@@ -23,8 +23,9 @@ import zarr
 from zarr.storage import MemoryStore, ZipStore
 
 import nncodecs
-from nncodecs.container import docs, layout, zarr_docs
+from nncodecs.container import layout
 from nncodecs.dtypes import SUPPORTED_DTYPES, normalize_dtype
+from nncodecs.store import documents, zarr_nodes
 
 RNG = np.random.default_rng(7)
 
@@ -71,8 +72,8 @@ def test_the_weights_codecs_templates_are_zarrs(name: str) -> None:
     for ndim in range(4):
         for codec in ("auto", "rans", "huffman"):
             for sharded in (False, True) if ndim else (False,):
-                ours = docs.template(dtype, ndim, codec, sharded).doc
-                assert ours == docs.zarr_doc(dtype, ndim, codec, sharded)[0], (ndim, codec)
+                ours = documents.template(dtype, ndim, codec, sharded).doc
+                assert ours == documents.zarr_doc(dtype, ndim, codec, sharded)[0], (ndim, codec)
 
 
 @pytest.mark.parametrize("suffix", [".zarr", ".zarr.zip"])
@@ -460,13 +461,13 @@ def test_whole_reads_of_weights_tensors_make_no_zarr_array(
     target = tmp_path / f"m{suffix}"
     _write(target)
     made: list[str] = []
-    real = zarr_docs.array_from_doc
+    real = zarr_nodes.array_from_doc
 
     def counted(store: Any, path: str, doc: dict) -> Any:
         made.append(path)
         return real(store, path, doc)
 
-    monkeypatch.setattr(zarr_docs, "array_from_doc", counted)
+    monkeypatch.setattr(zarr_nodes, "array_from_doc", counted)
     zarr_path = {"zstd", "zstd.small", "raw", "empty"}
     with nncodecs.Reader(target) as r:
         for name, arr, _ in CASES:

@@ -1,4 +1,4 @@
-"""Local containers written and read without Zarr (nncodecs.container.files, docs.py).
+"""Local containers written and read without Zarr (nncodecs.store.files, docs.py).
 
 `import zarr` is a fifth of a second and ~25 MiB of every process; a Writer of
 local files with the weights codec, and whole reads of its tensors, never need it.
@@ -19,7 +19,8 @@ import numpy as np
 import pytest
 
 import nncodecs
-from nncodecs.container import declared, zarr_docs
+from nncodecs.container import declared
+from nncodecs.store import zarr_nodes
 
 RNG = np.random.default_rng(11)
 
@@ -163,14 +164,14 @@ def test_data_types_and_fill_values_read_as_zarr_reads_them(name: str) -> None:
     import nncodecs.codecs  # noqa: F401  (registers nncodecs' data types with Zarr)
 
     doc = {"data_type": name}
-    assert declared.doc_dtype(doc) == zarr_docs.doc_dtype(doc)
+    assert declared.doc_dtype(doc) == zarr_nodes.doc_dtype(doc)
     text = json.dumps(name)
     for fill in _FILLS:
         if not declared._plain(fill):
             continue  # (not a fill value whole reads take: Zarr's parser reads the array)
         ours = _outcome(declared._fill_value.__wrapped__, text, json.dumps(fill))
         zarrs = _outcome(
-            lambda t, f: zarr_docs.data_type(t).from_json_scalar(f, zarr_format=3), text, fill
+            lambda t, f: zarr_nodes.data_type(t).from_json_scalar(f, zarr_format=3), text, fill
         )
         if zarrs[0] == "error":
             assert ours[0] == "error", (name, fill)

@@ -205,13 +205,13 @@ def test_an_interrupt_while_the_writer_stops_still_releases_the_lock(
     target = tmp_path / name
     w = Writer(target)
     w.add_tensor("a", np.arange(6, dtype=np.float32))
-    stop = w._stop_thread
+    stop = w._objects.stop
 
-    def interrupted() -> None:
-        stop()
+    def interrupted(drop: bool = False) -> None:
+        stop(drop)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(w, "_stop_thread", interrupted)
+    monkeypatch.setattr(w._objects, "stop", interrupted)
     with pytest.raises(KeyboardInterrupt):
         getattr(w, ending)()
     assert beside(target) == []
@@ -244,7 +244,7 @@ def test_an_interrupt_while_a_zip_writer_tidies_up_still_removes_its_temporary(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # (Ctrl-C in close() after the zip was published: its temporary folder had stayed)
-    from nncodecs.container import zip_output
+    from nncodecs.store import zip_output
 
     calls = []
     remove = zip_output.remove_settled
@@ -282,7 +282,7 @@ def test_a_failed_batch_stops_the_batches_after_it() -> None:
     # written once its chunks (this one) failed, a full disk say.
     import threading
 
-    from nncodecs.container.batches import Batches
+    from nncodecs.store.batches import Batches
 
     written, gate = [], threading.Event()
 

@@ -1,4 +1,4 @@
-"""The zip container's own zip writer (``nncodecs.container.zip_writer``).
+"""The zip container's own zip writer (``nncodecs.store.zip_writer``).
 
 Every zip it writes is read back by Python's ``zipfile`` (``testzip``: every
 entry's CRC-32), by Info-ZIP's ``unzip -t`` where it is installed, and by the
@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nncodecs.container import zip_writer
-from nncodecs.container.files import ZipEntries
-from nncodecs.container.zip_writer import ZipWriter
+from nncodecs.store import zip_writer
+from nncodecs.store.files import ZipEntries
+from nncodecs.store.zip_writer import ZipWriter
 
 
 def _entries(n: int = 40) -> dict[str, bytes]:

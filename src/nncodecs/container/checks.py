@@ -1,7 +1,7 @@
 """What a Reader checks around a whole-tensor read, and the chunk frames that
 it (and a device read) takes straight from storage instead of through Zarr.
 
-The checks of every key a Reader reads are :class:`nncodecs.container.files.ContainerFiles`'.
+The checks of every key a Reader reads are :class:`nncodecs.store.files.ContainerFiles`'.
 """
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ from typing import Any
 import numpy as np
 
 from nncodecs import _core
-from nncodecs.container import layout, storage
+from nncodecs.container import layout
 from nncodecs.errors import CorruptDataError
 from nncodecs.frame.weights import CODEC_ID
+from nncodecs.store import storage
 
 __all__ = ["check_crc", "check_size", "chunk_frames"]
 

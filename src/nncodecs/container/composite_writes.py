@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from nncodecs.container import composite, docs, layout
+from nncodecs.container import composite, layout
 from nncodecs.container.names import escape
 from nncodecs.dtypes import dtype_name
+from nncodecs.store import documents
 
 __all__ = ["CompositeWrites"]
 
@@ -26,7 +27,7 @@ class CompositeWrites:
     _begin_change: Any
     _write_array: Any
     _queue_doc: Any
-    _drain: Any
+    _objects: Any
 
     def add_sparse_csr(
         self, name: str, data: Any, indices: Any, indptr: Any, shape: Any, codec: str | None = None
@@ -86,7 +87,7 @@ class CompositeWrites:
             dims = [f"{node}.{part}.{i}" for i in range(arr.ndim)]
             self._write_array(f"{node}/{part}", arr, codec, {}, dims, False, tuning)
         attrs = {"name": name, "layout": kind, "complete": True, **extra}
-        self._queue_doc(node, docs.group_doc({layout.ATTRS_KEY: attrs}))
+        self._queue_doc(node, documents.group_doc({layout.ATTRS_KEY: attrs}))
         self._names.append(name)
         self._known.add(name)
-        self._drain()
+        self._objects.drain()

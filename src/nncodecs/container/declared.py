@@ -25,11 +25,11 @@ from typing import Any
 
 import numpy as np
 
-from nncodecs.container import storage, zarr_docs
 from nncodecs.dtypes import SUPPORTED_DTYPES, dtype_name, normalize_dtype
 from nncodecs.errors import CorruptDataError
 from nncodecs.frame.params import WEIGHTS
 from nncodecs.frame.weights import CODEC_ID
+from nncodecs.store import storage, zarr_nodes
 
 __all__ = ["Declared", "codec_label", "declared"]
 
@@ -77,7 +77,7 @@ def _plain(fill: Any) -> bool:
 def declared(store: Any, path: str, doc: dict[str, Any]) -> Declared | None:
     """The array document ``doc`` of node ``path`` as a :class:`Declared`, where it is laid
     out as nncodecs writes the weights codec's arrays; ``None`` for any other."""
-    if doc.keys() - zarr_docs.DOC_KEYS or doc.get("zarr_format") != 3:
+    if doc.keys() - zarr_nodes.DOC_KEYS or doc.get("zarr_format") != 3:
         return None
     if doc.get("node_type") != "array" or doc.get("storage_transformers") not in (None, []):
         return None
@@ -163,7 +163,7 @@ def doc_dtype(doc: dict[str, Any]) -> np.dtype:
     name = doc["data_type"]
     if isinstance(name, str) and name in _DATA_TYPES:
         return normalize_dtype(_DATA_TYPES[name])
-    return zarr_docs.doc_dtype(doc)
+    return zarr_nodes.doc_dtype(doc)
 
 
 @functools.lru_cache(maxsize=64)
@@ -197,7 +197,7 @@ def _fill_value(dtype_text: str, fill_text: str) -> Any:
         exact = _exact(dtype, kind, fill)
         if exact is not None:
             return exact
-    return zarr_docs.data_type(dtype_text).from_json_scalar(fill, zarr_format=3)
+    return zarr_nodes.data_type(dtype_text).from_json_scalar(fill, zarr_format=3)
 
 
 _INTEGER_TYPES = frozenset(

@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 
 from nncodecs import _core
-from nncodecs.container import storage
 from nncodecs.errors import CorruptDataError
 from nncodecs.frame.weights import CODEC_ID, decode_weights
+from nncodecs.store import storage
 
 __all__ = ["read_weights", "weights_pieces"]
 

@@ -23,11 +23,11 @@ from nncodecs.container import delta, layout
 from nncodecs.container.arrays import convert
 from nncodecs.container.declared import Declared, declared, doc_dtype
 from nncodecs.container.delta_slices import DeltaArray
-from nncodecs.container.files import local_target
 from nncodecs.container.references import allowed_references, resolve_reference
-from nncodecs.container.zarr_docs import array_from_doc
 from nncodecs.dtypes import dtype_name
 from nncodecs.errors import CorruptDataError, ReferenceProblemError
+from nncodecs.store.files import local_target
+from nncodecs.store.zarr_nodes import array_from_doc
 
 __all__ = ["DeltaArray", "DeltaReads"]
 

@@ -20,10 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from nncodecs.container import delta, docs, encoding, layout
+from nncodecs.container import delta, layout
 from nncodecs.container.delta_slices import chunk_crcs
 from nncodecs.container.references import recorded_location, resolve_reference
 from nncodecs.errors import CorruptDataError, ReferenceProblemError
+from nncodecs.store import documents, encoding
 
 __all__ = ["DeltaWrites", "against", "delta_objects", "not_on_a_chain"]
 
@@ -220,15 +221,15 @@ class DeltaWrites:
             dims,  # type: ignore[attr-defined]
         )
         for key, data in objects:
-            self._queue_object(key, data)  # type: ignore[attr-defined]
+            self._objects.object(key, data)  # type: ignore[attr-defined]
         self._queue_doc(node, doc)  # type: ignore[attr-defined]
 
 
 def against(arr: np.ndarray, base: np.ndarray, codec: str) -> tuple[str, np.ndarray] | None:
     """(transform, coded bits) of ``arr`` against ``base`` where a difference codes
     smaller than ``arr`` whole (:func:`nncodecs.container.delta.choose`), else ``None``."""
-    bits = docs.template(delta.bits_dtype(arr.dtype), arr.ndim, codec, False).encode
-    plain = docs.template(arr.dtype, arr.ndim, codec, False).encode
+    bits = documents.template(delta.bits_dtype(arr.dtype), arr.ndim, codec, False).encode
+    plain = documents.template(arr.dtype, arr.ndim, codec, False).encode
     transform = delta.choose(arr, base, bits, plain)
     return None if transform is None else (transform, delta.forward(transform, arr, base))
 
@@ -242,15 +243,15 @@ def delta_objects(
     would be, coded by the weights codec, declared through the delta codec."""
     grid = layout.chunking(arr.shape, arr.dtype.itemsize, chunk_bytes, codec)
     chunks, shards = tuple(grid["chunks"]), grid.get("shards")
-    tmpl = docs.template(coded.dtype, arr.ndim, codec, shards is not None)
+    tmpl = documents.template(coded.dtype, arr.ndim, codec, shards is not None)
     records = {**attrs, **layout.tensor_records(arr, codec)}
     # (what a Reader checks a whole read against: the transform, as the delta's document
     # also declares it, and the tensor's CRC32C)
     # (and each chunk's: a slice checks the chunks it decodes, delta_slices.py)
     records["chunk_crc32c"], records["crc32c"] = chunk_crcs(arr, chunks[0] if chunks else 0)
     records["transform"] = transform
-    doc = docs.array_doc(tmpl, arr.shape, chunks, shards, dims, {layout.ATTRS_KEY: records})
-    tensor_doc = docs.template(arr.dtype, arr.ndim, codec, shards is not None).doc
+    doc = documents.array_doc(tmpl, arr.shape, chunks, shards, dims, {layout.ATTRS_KEY: records})
+    tensor_doc = documents.template(arr.dtype, arr.ndim, codec, shards is not None).doc
     objects = ((f"{node}/{k}", v) for k, v in encoding.objects(coded, tmpl, chunks, shards))
     return objects, delta.delta_doc(doc, tensor_doc, transform, where)
 
@@ -259,8 +260,8 @@ def not_on_a_chain(target: Any, refs: list[Any]) -> None:
     """Refuse to write ``target`` where a reference's chain (its references, theirs, and
     the places its duplicates lead) passes through it: written over, it would leave
     both unreadable."""
-    from nncodecs.container.files import local_target
     from nncodecs.container.reader import Reader
+    from nncodecs.store.files import local_target
 
     here = local_target(target)
     if here is None or not refs:
@@ -295,7 +296,7 @@ def not_on_a_chain(target: Any, refs: list[Any]) -> None:
 
 def _same_place(a: Any, b: Any) -> bool:
     """Whether two targets name one container (local paths resolved; URLs as given)."""
-    from nncodecs.container.files import local_target
+    from nncodecs.store.files import local_target
 
     here, there = local_target(a), local_target(b)
     if here is not None and there is not None:

@@ -18,8 +18,8 @@ import functools
 import re
 from typing import Any
 
-from nncodecs.container import zarr_docs
 from nncodecs.errors import CorruptDataError
+from nncodecs.store import zarr_nodes
 
 __all__ = [
     "FILES_NODE",
@@ -80,7 +80,7 @@ def kept_entries(
             if not isinstance(doc, dict) or doc.get("node_type") != "array":
                 raise CorruptDataError(f"kept file {name!r}: no array at {node!r}")
             own = doc.get("attributes", {}).get(key)
-            load = functools.partial(zarr_docs.array_from_doc, store, node, doc)
+            load = functools.partial(zarr_nodes.array_from_doc, store, node, doc)
         else:
             try:
                 arr = group[node]

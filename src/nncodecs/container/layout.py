@@ -22,13 +22,21 @@ from typing import Any
 import numpy as np
 
 from nncodecs import _core
-from nncodecs.container import zarr_docs
 from nncodecs.container.kept import kept_entries
 from nncodecs.container.names import escape, legacy_escape, unescape
 from nncodecs.errors import CorruptDataError, NNCodecsError, NotAContainerError
-from nncodecs.output_names import CONTAINER_FORMAT
+from nncodecs.store import zarr_nodes
+from nncodecs.store.documents import (
+    ARRAY_CONFIG,
+    ATTRS_KEY,
+    CODECS,
+    FORMAT,
+    check_codec,
+    codec_settings,
+)
 
 __all__ = [
+    "ARRAY_CONFIG",
     "ATTRS_KEY",
     "CODECS",
     "FORMAT",
@@ -52,11 +60,7 @@ __all__ = [
     "tensor_records",
 ]
 
-ATTRS_KEY = "nncodecs"
-FORMAT = CONTAINER_FORMAT  # (outputs.py knows it too: it replaces only containers)
 VERSION = 1
-#: Per-tensor codec names a Writer accepts.
-CODECS = ("auto", "rans", "huffman", "zstd", "raw")
 #: Chunks of about this many bytes along the first axis (random access).
 CHUNK_BYTES = 2 << 20
 #: At most this many chunks in one shard (one file in a directory store).
@@ -79,8 +83,6 @@ RECORDS_MIN_GAIN = 0.005
 #: vocabulary and header, a tokenizer: text, where zstd 19 stores a fifth less than 3,
 #: at a few MB/s: a fraction of a second for files this size).
 KEPT_TUNING, KEPT_TUNED_BYTES = (("zstd_level", 19),), 8 << 20
-#: Every chunk is stored, even one of fill values only (so none is ever missing).
-ARRAY_CONFIG = {"write_empty_chunks": True}
 
 
 def shape_records(arr: Any) -> dict[str, Any]:
@@ -120,28 +122,6 @@ def shape_problem(z: Any, attrs: Any) -> str | None:
         if found != dtype:
             return f"its zarr.json says dtype {found}, its records {dtype}"
     return None
-
-
-def check_codec(codec: Any) -> str:
-    """A codec name a Writer accepts (else ValueError listing them)."""
-    if codec not in CODECS:
-        raise ValueError(f"codec must be one of {', '.join(CODECS)}, got {codec!r}")
-    return codec
-
-
-def codec_settings(codec: str, level: int = 3) -> dict[str, Any]:
-    """``create_array`` keywords for a codec name."""
-    from zarr.codecs import ZstdCodec
-
-    from nncodecs.codecs.weights import Weights
-
-    if codec in ("auto", "rans", "huffman"):
-        return {"serializer": Weights(coder=codec, zstd_level=level), "compressors": None}
-    if codec == "zstd":
-        return {"compressors": [ZstdCodec(level=level)]}
-    if codec == "raw":
-        return {"compressors": None}
-    raise ValueError(f"codec must be one of {', '.join(CODECS)}, got {codec!r}")
 
 
 def chunking(
@@ -297,9 +277,9 @@ def committed_from_docs(store: Callable[[], Any], docs: dict[str, Any]) -> dict[
             continue
         name = _claim(members, nodes, node, attrs)
         if kind == "dense":
-            load = functools.partial(zarr_docs.array_from_doc, store, node, doc)
+            load = functools.partial(zarr_nodes.array_from_doc, store, node, doc)
         else:
-            load = functools.partial(zarr_docs.open_group_node, store, node)
+            load = functools.partial(zarr_nodes.open_group_node, store, node)
         members[name] = Member(kind, attrs, load, doc if kind == "dense" else None, node)
     return members
 
@@ -336,7 +316,7 @@ def _consolidated(raw: bytes | None) -> tuple[dict[str, Any], dict[str, Any]] | 
 
 def read_root(store: Any) -> bytes | None:
     """The root ``zarr.json`` of a Zarr store, read through Zarr."""
-    from nncodecs.container.storage import read_many
+    from nncodecs.store.storage import read_many
 
     (raw,) = read_many(store, ["zarr.json"])
     return None if raw is None else raw.to_bytes()

@@ -6,10 +6,10 @@ import hashlib
 from typing import Any
 
 from nncodecs.container import composite
-from nncodecs.container._store import describe_target
 from nncodecs.container.kept import kept_key
 from nncodecs.container.reader import Reader
 from nncodecs.container.writer import Writer
+from nncodecs.store.opening import describe_target
 
 __all__ = ["merge"]
 

@@ -10,19 +10,20 @@ from typing import Any, Self
 
 import numpy as np
 
-from nncodecs.container import layout, storage
+from nncodecs.container import layout
 from nncodecs.container.arrays import convert, dask_array
 from nncodecs.container.checks import check_crc, check_size
 from nncodecs.container.composite import assemble
 from nncodecs.container.declared import Declared, declared
 from nncodecs.container.decoding import read_on_device, read_weights, weights_pieces
 from nncodecs.container.delta_reads import DeltaReads
-from nncodecs.container.files import Strict, local_target, open_local
 from nncodecs.container.gcpause import collector_paused
 from nncodecs.container.kept import HIDDEN, check_pieces, kept_key
 from nncodecs.container.tensor_info import TensorInfo, info_from_doc, info_from_node
 from nncodecs.errors import CorruptDataError, raised_by_nncodecs
 from nncodecs.frame import set_threads
+from nncodecs.store import storage
+from nncodecs.store.files import Strict, local_target, open_local
 
 __all__ = ["Reader", "TensorInfo"]
 
@@ -65,7 +66,7 @@ class Reader(DeltaReads):
         if local is not None:
             self._files, self._where = open_local(local), str(target)
         else:
-            from nncodecs.container._store import describe_target, files_of, open_store
+            from nncodecs.store.opening import describe_target, files_of, open_store
 
             self._base, self._owned = open_store(target, "r", storage_options)
             self._where, self._files = describe_target(target), files_of(self._base)
@@ -85,7 +86,7 @@ class Reader(DeltaReads):
         with self._lock:
             if self._zarr is None:
                 self._check_open()
-                from nncodecs.container._store import CheckedStore, zarr_store
+                from nncodecs.store.opening import CheckedStore, zarr_store
 
                 if self._base is None:
                     self._base = zarr_store(self._files)

@@ -21,8 +21,8 @@ import posixpath
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from nncodecs.container.files import local_target
 from nncodecs.errors import ReferenceProblemError
+from nncodecs.store.files import local_target
 
 __all__ = ["allowed_references", "recorded_location", "resolve_reference"]
 

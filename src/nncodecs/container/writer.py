@@ -7,18 +7,19 @@ from typing import Any, Self
 
 import numpy as np
 
-from nncodecs.container import composite, docs, encoding, kept, layout, storage
+from nncodecs.container import composite, kept, layout
 from nncodecs.container.arrays import to_host_array
-from nncodecs.container.batches import Batches
 from nncodecs.container.composite_writes import CompositeWrites
 from nncodecs.container.delta import MAX_CHAIN
 from nncodecs.container.delta_writes import DeltaWrites
 from nncodecs.container.names import check_tensor_name, escape
-from nncodecs.container.output import Output, StoreOutput
-from nncodecs.container.target import open_output
 from nncodecs.dtypes import array_kind, dtype_name
 from nncodecs.errors import CorruptDataError
 from nncodecs.frame import set_threads
+from nncodecs.store import documents, encoding, storage
+from nncodecs.store.batches import ObjectQueue
+from nncodecs.store.output import Output, StoreOutput
+from nncodecs.store.target import open_output
 
 __all__ = ["Writer"]
 
@@ -125,15 +126,13 @@ class Writer(CompositeWrites, DeltaWrites):
         self._known: set[str] = set()  # (the same, to look up)
         self._docs: dict[str, dict[str, Any]] = {}  # every node's zarr.json, by path
         self._kept: dict[str, str] = {}  # kept files' nodes, by name (kept.py)
-        self._queue: dict[str, bytes] = {}  # chunks not yet written
-        self._queue_docs: dict[str, bytes] = {}  # their arrays' documents, written after
-        self._queue_bytes = 0
         self.metadata: dict[str, str] = {}
         # Whether this container records every chunk written and CRCs (all its tensors do).
         self._records = True
         self._init_references(target, reference, max_chain, hashes, dedup)
         self._output: Output = open_output(target, mode, bool(overwrite), storage_options)
-        self._batches = Batches(self._output.put)  # (written in order, on a thread)
+        # (queued and written in batches, in order, on a thread)
+        self._objects = ObjectQueue(self._output.put, _BATCH_BYTES, _BATCH_COUNT)
         try:  # (right after the output is open: any exception abandons it, lock and all)
             if mode == "a":
                 self._adopt(self._output.store)
@@ -150,7 +149,7 @@ class Writer(CompositeWrites, DeltaWrites):
 
     def _adopt(self, store: Any) -> None:
         """Mode "a": the container's tensors, metadata and documents, kept as they are."""
-        from nncodecs.container._store import CheckedStore, describe_target
+        from nncodecs.store.opening import CheckedStore, describe_target
 
         where = describe_target(store)
         _, attrs, members = layout.open_container(CheckedStore(store), where)
@@ -203,14 +202,14 @@ class Writer(CompositeWrites, DeltaWrites):
             if not self._against_reference(name, node, arr, codec, attrs, dims):
                 self._write_array(node, arr, codec, attrs, dims, raw_one_chunk=True)
         except BaseException:  # (none of its chunks still queued: a retry starts afresh)
-            self._queue = {k: v for k, v in self._queue.items() if not k.startswith(f"{node}/")}
+            self._objects.forget(f"{node}/")
             raise
         self._names.append(name)
         self._known.add(name)
         if arr.nbytes >= _ALONE_BYTES:
-            self._drain()
+            self._objects.drain()
             if self._output.in_place:  # (committed by its document: written before returning)
-                self._wait()
+                self._objects.wait()
 
     def _check_new(self, name: Any) -> None:
         self._check_open()
@@ -238,14 +237,14 @@ class Writer(CompositeWrites, DeltaWrites):
             raise ValueError(f"kept file {name!r}: already in the container, or as a directory")
         self._begin_change()
         if not self._kept:
-            self._queue_doc(kept.FILES_NODE, docs.group_doc({}))
+            self._queue_doc(kept.FILES_NODE, documents.group_doc({}))
         node = f"{kept.FILES_NODE}/{len(self._kept)}"
         arr = np.frombuffer(memoryview(data).cast("B"), np.uint8)
         # (text, mostly: a GGUF's vocabulary, a tokenizer; zstd's high levels pay there)
         tuning = layout.KEPT_TUNING if arr.nbytes <= layout.KEPT_TUNED_BYTES else ()
         self._write_array(node, arr, self.codec, {"file": name}, None, True, tuning)
         self._kept[name] = node
-        self._drain()
+        self._objects.drain()
 
     def _write_array(
         self,
@@ -258,7 +257,7 @@ class Writer(CompositeWrites, DeltaWrites):
         tuning: tuple = (),
     ) -> None:
         """Queue an array's objects (encoded now), then its document (``tuning``: the
-        weights codec's settings other than its defaults, see ``docs.template``)."""
+        weights codec's settings other than its defaults, see ``documents.template``)."""
         arr = np.asarray(arr, order="C")  # (ascontiguousarray makes 0-d 1-d)
         if arr.dtype.byteorder == ">":
             arr = arr.astype(arr.dtype.newbyteorder("<"))
@@ -266,53 +265,26 @@ class Writer(CompositeWrites, DeltaWrites):
             arr.shape, arr.dtype.itemsize, self.chunk_bytes, codec if raw_one_chunk else "auto"
         )
         chunks, shards = tuple(grid["chunks"]), grid.get("shards")
-        tmpl = docs.template(arr.dtype, arr.ndim, codec, shards is not None, tuning)
+        tmpl = documents.template(arr.dtype, arr.ndim, codec, shards is not None, tuning)
         for key, data in encoding.objects(arr, tmpl, chunks, shards):
-            self._queue_object(f"{path}/{key}", data)
+            self._objects.object(f"{path}/{key}", data)
         attrs = {**attrs, **layout.tensor_records(arr, codec)}
-        self._queue_doc(path, docs.array_doc(tmpl, arr.shape, chunks, shards, dims,
+        self._queue_doc(path, documents.array_doc(tmpl, arr.shape, chunks, shards, dims,
                                              {layout.ATTRS_KEY: attrs}))  # fmt: skip
-
-    def _queue_object(self, key: str, data: bytes) -> None:
-        self._queue[key] = data
-        self._queue_bytes += len(data)
-        if self._queue_bytes >= _BATCH_BYTES:
-            self._drain(docs_too=False)
 
     def _queue_doc(self, path: str, doc: dict[str, Any]) -> None:
         self._docs[path] = doc
-        self._queue_docs[f"{path}/zarr.json"] = docs.dumps(doc)
-        if len(self._queue) + len(self._queue_docs) >= _BATCH_COUNT:
-            self._drain()
-
-    def _drain(self, docs_too: bool = True) -> None:
-        """Write the queued objects, then (``docs_too``) the documents that commit them."""
-        queue, self._queue, self._queue_bytes = self._queue, {}, 0
-        if queue:
-            self._put(queue)
-        if docs_too and self._queue_docs:
-            queued, self._queue_docs = self._queue_docs, {}
-            self._put(queued)
-
-    def _put(self, items: dict[str, bytes]) -> None:
-        """Hand a batch to the writing thread: the next tensors encode while it is written."""
-        self._batches.put(items)
-
-    def _wait(self) -> None:
-        """Until the batches handed over are written (an error raised here)."""
-        self._batches.wait()
-
-    def _stop_thread(self) -> None:
-        """The writing thread done (an abandoning writer ignores its error)."""
-        self._batches.stop()
+        self._objects.doc(f"{path}/zarr.json", documents.dumps(doc))
 
     def _begin_change(self) -> None:
         """Before the first write after a commit: drop the consolidated metadata at
         the target (one rewrite of the group's zarr.json), so that a Reader of a
         container whose writer dies lists the members instead of trusting it."""
         if self._consolidated and self._output.in_place:
-            self._wait()
-            self._output.put({"zarr.json": docs.dumps(docs.group_doc(self._group_attrs()))})
+            self._objects.wait()
+            self._output.put(
+                {"zarr.json": documents.dumps(documents.group_doc(self._group_attrs()))}
+            )
         self._consolidated = False
 
     def _check_metadata(self) -> None:
@@ -352,10 +324,10 @@ class Writer(CompositeWrites, DeltaWrites):
         self._commit(final=False)
 
     def _commit(self, final: bool) -> None:
-        self._drain()
-        self._wait()
-        root = docs.group_doc(self._group_attrs(), self._docs)
-        self._output.commit(docs.dumps(root), final=final)
+        self._objects.drain()
+        self._objects.wait()
+        root = documents.group_doc(self._group_attrs(), self._docs)
+        self._output.commit(documents.dumps(root), final=final)
         self._consolidated = True
 
     def close(self) -> None:
@@ -370,7 +342,7 @@ class Writer(CompositeWrites, DeltaWrites):
             raise
         self._closed = True
         try:  # (an interrupt while the thread stops: the lock is released all the same)
-            self._stop_thread()
+            self._objects.stop()
         finally:
             self._close_references()
             self._output.close()
@@ -381,9 +353,8 @@ class Writer(CompositeWrites, DeltaWrites):
         if self._closed:
             return
         self._closed = True
-        self._queue, self._queue_docs, self._queue_bytes = {}, {}, 0
         try:
-            self._stop_thread()
+            self._objects.stop(drop=True)
         finally:
             self._close_references()
             self._output.abandon()

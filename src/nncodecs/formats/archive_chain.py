@@ -21,13 +21,14 @@ from typing import Any
 
 import numpy as np
 
-from nncodecs.container import delta, docs, encoding, layout, storage
+from nncodecs.container import delta, layout
 from nncodecs.container.delta_writes import against, delta_objects
 from nncodecs.container.names import escape
 from nncodecs.container.references import recorded_location
 from nncodecs.extras import need
 from nncodecs.formats.archive_tasks import ArchiveResult, Model, _client, _compute, _store
 from nncodecs.outputs import check_output, is_url
+from nncodecs.store import documents, encoding, storage
 
 __all__ = ["run_chain"]
 
@@ -88,9 +89,11 @@ def _tensor_task(
         attrs.pop("duplicate", None)
         grid = layout.chunking(arr.shape, arr.dtype.itemsize, chunk_bytes, codec)
         chunks, shards = tuple(grid["chunks"]), grid.get("shards")
-        tmpl = docs.template(arr.dtype, arr.ndim, codec, shards is not None)
+        tmpl = documents.template(arr.dtype, arr.ndim, codec, shards is not None)
         records = {**attrs, **layout.tensor_records(arr, codec)}
-        doc = docs.array_doc(tmpl, arr.shape, chunks, shards, dims, {layout.ATTRS_KEY: records})
+        doc = documents.array_doc(
+            tmpl, arr.shape, chunks, shards, dims, {layout.ATTRS_KEY: records}
+        )
         objects = ((f"{node}/{k}", v) for k, v in encoding.objects(arr, tmpl, chunks, shards))
     sync(storage.set_many(_store(target, options), dict(objects)))
     return {"node": node, "doc": doc, "sha256": digest, "depth": attrs.get("depth", 0),
@@ -103,7 +106,7 @@ def _begin(m: Model, options: dict | None) -> None:
     """An empty container at a model's target (an existing output refused)."""
     from zarr.core.sync import sync
 
-    from nncodecs.container._store import open_store
+    from nncodecs.store.opening import open_store
 
     store, _ = open_store(m.target, "w", options)
     if not is_url(m.target):
@@ -114,7 +117,7 @@ def _begin(m: Model, options: dict | None) -> None:
              "metadata": m.metadata}  # fmt: skip
     sync(
         storage.set_many(
-            store, {"zarr.json": docs.dumps(docs.group_doc({layout.ATTRS_KEY: attrs}))}
+            store, {"zarr.json": documents.dumps(documents.group_doc({layout.ATTRS_KEY: attrs}))}
         )
     )
 
@@ -130,12 +133,12 @@ def _finish(m: Model, results: list[dict[str, Any]], options: str) -> None:
         doc["attributes"][layout.ATTRS_KEY]["complete"] = True
         found[r["node"]] = doc
     store = _store(m.target, options)
-    sync(storage.set_many(store, {f"{n}/zarr.json": docs.dumps(d) for n, d in found.items()}))
+    sync(storage.set_many(store, {f"{n}/zarr.json": documents.dumps(d) for n, d in found.items()}))
     attrs = {"format": layout.FORMAT, "version": layout.VERSION,
              "tensors": [t.name for t in m.tensors], "metadata": m.metadata,
              "records": layout.RECORDS}  # fmt: skip
-    root = docs.group_doc({layout.ATTRS_KEY: attrs}, found)
-    sync(storage.set_many(store, {"zarr.json": docs.dumps(root)}))
+    root = documents.group_doc({layout.ATTRS_KEY: attrs}, found)
+    sync(storage.set_many(store, {"zarr.json": documents.dumps(root)}))
 
 
 def run_chain(models: list[Model], finals: list[str], storage_options: dict[str, Any] | None,

@@ -18,12 +18,12 @@ import zarr
 
 from nncodecs import _core
 from nncodecs.container import layout
-from nncodecs.container._store import open_store
 from nncodecs.container.names import escape
 from nncodecs.dtypes import dtype_name
 from nncodecs.extras import need
 from nncodecs.formats.source import Tensor
 from nncodecs.outputs import check_output, is_url
+from nncodecs.store.opening import open_store
 
 __all__ = ["ArchiveResult", "ArrayRows", "Model", "run"]
 

@@ -1,7 +1,7 @@
 """A zip container's output, written in one pass.
 
 Objects go straight into ``.NAME.nncodecs-PID.tmp/new.zip`` as they are
-written (:class:`nncodecs.container.zip_writer.ZipWriter`): chunks stored (a
+written (:class:`nncodecs.store.zip_writer.ZipWriter`): chunks stored (a
 reader maps or seeks them; no inflating), metadata documents deflated. The root
 ``zarr.json`` goes in at a commit, with the central directory, and the zip is
 renamed over the target. A commit before the last (``Writer.flush``) publishes
@@ -17,11 +17,11 @@ import zipfile
 import zlib
 from pathlib import PurePosixPath
 
-from nncodecs.container.files import zip_problems
-from nncodecs.container.output import LockedOutput, remove_settled
-from nncodecs.container.zip_writer import ZipWriter
 from nncodecs.errors import CorruptDataError
 from nncodecs.outputs import _remove, check_output, publish, temp_path, uninterrupted
+from nncodecs.store.files import zip_problems
+from nncodecs.store.output import LockedOutput, remove_settled
+from nncodecs.store.zip_writer import ZipWriter
 from nncodecs.writeback import Writeback
 
 __all__ = ["ZipOutput"]
@@ -54,7 +54,7 @@ class ZipOutput(LockedOutput):
             self.temp.mkdir(parents=True)
             self.zip_path = self.temp / "new.zip"
             if mode == "a":
-                from nncodecs.container._store import open_zip  # (Zarr: only to append)
+                from nncodecs.store.opening import open_zip  # (Zarr: only to append)
 
                 self.store = open_zip(path)  # read: what the container holds
                 bad = zip_problems(self.store._zf)

@@ -19,7 +19,6 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from nncodecs.container import layout, storage
 from nncodecs.outputs import (
     OutputLock,
     _remove,
@@ -30,6 +29,8 @@ from nncodecs.outputs import (
     temp_path,
     uninterrupted,
 )
+from nncodecs.store import storage
+from nncodecs.store.documents import ATTRS_KEY, FORMAT
 
 __all__ = ["DirOutput", "LockedOutput", "Output", "StoreOutput", "remove_settled", "settle"]
 
@@ -139,10 +140,10 @@ class StoreOutput(Output):
         if not overwrite:
             raise FileExistsError(f"{where}: holds data already; use overwrite=True to replace it")
         try:
-            attrs = zarr.open_group(self.store, mode="r").attrs.get(layout.ATTRS_KEY)
+            attrs = zarr.open_group(self.store, mode="r").attrs.get(ATTRS_KEY)
         except Exception:
             attrs = None
-        if not (isinstance(attrs, dict) and attrs.get("format") == layout.FORMAT):
+        if not (isinstance(attrs, dict) and attrs.get("format") == FORMAT):
             raise FileExistsError(
                 f"{where}: holds data that is not an nncodecs container: not replaced, "
                 "even with overwrite=True"

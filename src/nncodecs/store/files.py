@@ -1,7 +1,7 @@
 """A container's bytes as a Reader may read them, without Zarr.
 
 :class:`ContainerFiles` holds what every read of a container is checked against (the
-checks :class:`nncodecs.container._store.CheckedStore` puts in front of a Zarr store)
+checks :class:`nncodecs.store.opening.CheckedStore` puts in front of a Zarr store)
 and, for a container in a local directory or zip file, reads its keys here and now,
 with ``pread`` on the file: a whole read of a model needs no Zarr store at all, nor
 ``import zarr`` (a fifth of a second of every process that reads). Zarr's store is
@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 
 from nncodecs import _core
-from nncodecs.container import storage
 from nncodecs.errors import CorruptDataError, NotAContainerError
 from nncodecs.outputs import is_url
+from nncodecs.store import storage
 
 __all__ = ["METADATA_CAP", "ContainerFiles", "Strict", "ZipEntries", "local_target", "open_local"]
 
@@ -97,7 +97,7 @@ def zip_problems(zf: zipfile.ZipFile) -> dict[str, str]:
 class ZipEntries:
     """Where each entry of a zip container lies, checked against its local header.
 
-    The zips nncodecs writes (:mod:`nncodecs.container.zip_writer`), like those of Python's
+    The zips nncodecs writes (:mod:`nncodecs.store.zip_writer`), like those of Python's
     ``zipfile`` on a seekable file, have contiguous entries (local header, name, extra field,
     data; a data descriptor only where flag bit 3 says so), the last one ending where the
     central directory starts. A local header whose name differs from the central directory's,

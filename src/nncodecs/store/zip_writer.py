@@ -9,7 +9,7 @@ missing) over bytes already in memory, so the header is written once, right.
 The central directory is written by :meth:`ZipWriter.close`, or into a copy of the
 file by :meth:`ZipWriter.snapshot` (a commit before the last: the copy is published
 while this file grows on). Entries are contiguous, the last one ending where the
-central directory starts, as :class:`nncodecs.container.files.ZipEntries` checks;
+central directory starts, as :class:`nncodecs.store.files.ZipEntries` checks;
 an entry whose write fails is cut off again. Sizes and offsets past 2 GiB take
 ZIP64 records, as ``zipfile`` writes them.
 """

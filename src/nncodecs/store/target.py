@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from nncodecs.container.files import local_target
-from nncodecs.container.output import DirOutput, Output, StoreOutput
-from nncodecs.container.zip_output import ZipOutput
 from nncodecs.errors import NotAContainerError
+from nncodecs.store.files import local_target
+from nncodecs.store.output import DirOutput, Output, StoreOutput
+from nncodecs.store.zip_output import ZipOutput
 
 __all__ = ["open_output"]
 
@@ -21,7 +21,7 @@ def open_output(
     if path is None:
         from zarr.abc.store import Store
 
-        from nncodecs.container._store import open_store
+        from nncodecs.store.opening import open_store
 
         if isinstance(target, Store):
             return StoreOutput(target, owned=False)

@@ -21,14 +21,58 @@ from typing import Any
 
 import numpy as np
 
-from nncodecs.container import layout, storage
 from nncodecs.dtypes import SUPPORTED_DTYPES, dtype_name
 from nncodecs.frame import encode_frame
 from nncodecs.frame.buffers import as_byte_view
 from nncodecs.frame.params import WEIGHTS, frame_settings, row_length
 from nncodecs.frame.weights import CODEC_ID
+from nncodecs.output_names import CONTAINER_FORMAT
+from nncodecs.store import storage
 
-__all__ = ["Template", "array_doc", "dumps", "group_doc", "template", "zarr_doc"]
+__all__ = [
+    "ARRAY_CONFIG",
+    "ATTRS_KEY",
+    "CODECS",
+    "FORMAT",
+    "Template",
+    "array_doc",
+    "check_codec",
+    "codec_settings",
+    "dumps",
+    "group_doc",
+    "template",
+    "zarr_doc",
+]
+
+#: The group's and each array's attribute key under which nncodecs keeps its records.
+ATTRS_KEY = "nncodecs"
+FORMAT = CONTAINER_FORMAT  # (outputs.py knows it too: it replaces only containers)
+#: Per-tensor codec names a Writer accepts.
+CODECS = ("auto", "rans", "huffman", "zstd", "raw")
+#: Every chunk is stored, even one of fill values only (so none is ever missing).
+ARRAY_CONFIG = {"write_empty_chunks": True}
+
+
+def check_codec(codec: Any) -> str:
+    """A codec name a Writer accepts (else ValueError listing them)."""
+    if codec not in CODECS:
+        raise ValueError(f"codec must be one of {', '.join(CODECS)}, got {codec!r}")
+    return codec
+
+
+def codec_settings(codec: str, level: int = 3) -> dict[str, Any]:
+    """``create_array`` keywords for a codec name."""
+    from zarr.codecs import ZstdCodec
+
+    from nncodecs.codecs.weights import Weights
+
+    if codec in ("auto", "rans", "huffman"):
+        return {"serializer": Weights(coder=codec, zstd_level=level), "compressors": None}
+    if codec == "zstd":
+        return {"compressors": [ZstdCodec(level=level)]}
+    if codec == "raw":
+        return {"compressors": None}
+    raise ValueError(f"codec must be one of {', '.join(CODECS)}, got {codec!r}")
 
 
 def dumps(doc: dict[str, Any]) -> bytes:
@@ -47,7 +91,7 @@ class Template:
 
 def template(dtype: np.dtype, ndim: int, codec: str, sharded: bool, tuning: tuple = ()) -> Template:
     """The template of arrays of ``dtype``, rank ``ndim``, codec name ``codec``
-    (see :func:`nncodecs.container.layout.codec_settings`) and sharding; ``tuning``:
+    (see :func:`codec_settings`) and sharding; ``tuning``:
     the weights codec's settings other than its defaults (``(("min_gain", 0.005),)``)."""
     return _template(np.dtype(dtype), int(ndim), codec, bool(sharded), tuple(tuning))
 
@@ -128,9 +172,9 @@ def zarr_doc(dtype: np.dtype, ndim: int, codec: str, sharded: bool) -> tuple[dic
         shape=(2,) * ndim,
         dtype=dtype,
         chunks=(1,) * ndim,
-        config=layout.ARRAY_CONFIG,
+        config=ARRAY_CONFIG,
         **extra,
-        **layout.codec_settings(codec),
+        **codec_settings(codec),
     )
     raw = sync(store.get("zarr.json", prototype=default_buffer_prototype()))
     doc = json.loads(raw.to_bytes())

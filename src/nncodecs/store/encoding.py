@@ -19,8 +19,8 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 
 from nncodecs import _core
-from nncodecs.container.docs import Template
-from nncodecs.container.storage import EMPTY
+from nncodecs.store.documents import Template
+from nncodecs.store.storage import EMPTY
 
 __all__ = ["objects"]
 

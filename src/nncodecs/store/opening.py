@@ -2,7 +2,7 @@
 
 :func:`open_store` opens a path, URL or store (for readers and the parallel
 archive); :class:`CheckedStore` is a Reader's view of it (the integrity
-checks every read gets). Writers go through :mod:`nncodecs.container.output`.
+checks every read gets). Writers go through :mod:`nncodecs.store.output`.
 """
 
 from __future__ import annotations
@@ -17,15 +17,15 @@ import numpy as np
 from zarr.abc.store import Store
 from zarr.storage import LocalStore, WrapperStore, ZipStore
 
-from nncodecs.container import storage, zarr_docs
-from nncodecs.container.files import ContainerFiles, check_zip, is_zip_target
 from nncodecs.errors import CorruptDataError, NotAContainerError
 from nncodecs.extras import need_for_url
 from nncodecs.outputs import is_chained, is_url
+from nncodecs.store import storage, zarr_nodes
+from nncodecs.store.files import ContainerFiles, check_zip, is_zip_target
 
 __all__ = ["CheckedStore", "describe_target", "files_of", "open_store", "zarr_store"]
 
-zarr_docs.zarr_with_types()  # (every Zarr store of nncodecs' is made here)
+zarr_nodes.zarr_with_types()  # (every Zarr store of nncodecs' is made here)
 
 
 def local_path(target: Any) -> Path | None:
@@ -62,7 +62,7 @@ def open_store(
     ``endpoint_url`` and keys), or any Zarr store object.
 
     ``owned`` says whether the caller must close the store. Writers use
-    :func:`nncodecs.container.target.open_output`; this serves readers and
+    :func:`nncodecs.store.target.open_output`; this serves readers and
     the parallel archive.
     """
     if isinstance(target, Store):
