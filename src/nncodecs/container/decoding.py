@@ -133,7 +133,7 @@ def read_on_device(r: Any, name: str, z: Any, to: str, device: str) -> Any:
     """A dense tensor (its Zarr array ``z``, of the Reader ``r``) decoded on a GPU:
     the frames of all its chunks in one batch; other codecs decoded on the host,
     checked, then copied (``Reader.read_tensor(name, device=...)``)."""
-    from nncodecs.codecs.device import decode_chunks_on_device, host_to_device
+    from nncodecs.codecs.placement import decode_chunks_on_device, host_to_device
     from nncodecs.container.checks import check_size, chunk_frames
 
     try:

@@ -251,7 +251,7 @@ class DeltaReads:
                           lambda why: self._fail(name, why), crc, chunk_crcs)  # fmt: skip
 
     def _delta_to_device(self, name: str, to: str, device: str) -> Any:
-        from nncodecs.codecs.device import host_to_device
+        from nncodecs.codecs.placement import host_to_device
 
         value = self.read_tensor(name, check=True)  # type: ignore[attr-defined]
         return host_to_device(device, value, value.shape, to)

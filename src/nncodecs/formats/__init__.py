@@ -16,7 +16,7 @@ _EXPORTS = {
         ["SafetensorsFile", "read_safetensors", "write_safetensors"], "nncodecs.formats.safetensors"
     ),
     **dict.fromkeys(["Source", "Tensor"], "nncodecs.formats.source"),
-    **dict.fromkeys(["iter_source", "open_source"], "nncodecs.formats.sources"),
+    **dict.fromkeys(["iter_source", "open_source"], "nncodecs.formats.opening"),
 }
 # Imported on first use: the command line's parser needs only the format lists.
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -33,8 +33,8 @@ from nncodecs.formats.archive_chain import run_chain
 from nncodecs.formats.archive_tasks import ArchiveResult, ArrayRows, Model, run
 from nncodecs.formats.compressing import file_bytes
 from nncodecs.formats.file_modes import SIZE, source_bytes
+from nncodecs.formats.opening import open_source
 from nncodecs.formats.source import KEPT, Tensor
-from nncodecs.formats.sources import open_source
 from nncodecs.formats.spliced import keep_gaps_apart
 from nncodecs.outputs import OutputLock, check_output, is_url, publish, remove_stale, temp_path
 

@@ -15,9 +15,9 @@ from nncodecs.formats.detect import detect_format
 from nncodecs.formats.digests import hash_ahead
 from nncodecs.formats.file_modes import MODE, SIZE, source_bytes, source_record
 from nncodecs.formats.malloc import use_one_malloc_arena
+from nncodecs.formats.opening import open_source
 from nncodecs.formats.paths import check_container_name, input_root, local_output
 from nncodecs.formats.source import KEPT, ORDER, TIED, Progress
-from nncodecs.formats.sources import open_source
 from nncodecs.formats.spliced import keep_gaps_apart
 from nncodecs.outputs import check_output, created_mode, keep_times, made_parents
 

@@ -13,10 +13,10 @@ from nncodecs.formats.file_modes import kept_like
 from nncodecs.formats.ggml_convert import check_no_quantized, dequantized
 from nncodecs.formats.merge import merge_containers
 from nncodecs.formats.npz import write_npz
+from nncodecs.formats.opening import iter_source, open_source
 from nncodecs.formats.paths import check_model_file_name
 from nncodecs.formats.restore import decompress
 from nncodecs.formats.safetensors import write_safetensors
-from nncodecs.formats.sources import iter_source, open_source
 from nncodecs.outputs import atomic_output, is_url
 
 __all__ = ["convert", "convert_file"]
