@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "nncodecs/entropy.h"
+#include "nncodecs/frame.h"
 
 // A bound on the decoded size, as every caller of the decoders gives one.
 constexpr std::uint64_t kFuzzMaxDecoded = std::uint64_t(1) << 22;

@@ -9,7 +9,7 @@
 
 #include <string>
 
-#include "nncodecs/entropy.h"
+#include "nncodecs/frame.h"
 #include "nncodecs/transform.h"
 
 namespace nncodecs_py {

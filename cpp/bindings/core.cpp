@@ -8,7 +8,7 @@
 #include "args.h"
 #include "bindings.h"
 #include "nncodecs/dispatch.h"
-#include "nncodecs/entropy.h"
+#include "nncodecs/frame.h"
 #include "nncodecs/threadpool.h"
 #include "nncodecs/transform.h"
 #include "output_cache.h"

@@ -10,6 +10,7 @@
 
 #include "args.h"
 #include "bindings.h"
+#include "nncodecs/frame_steps.h"
 #include "output_cache.h"
 
 namespace nncodecs_py {

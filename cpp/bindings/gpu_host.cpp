@@ -8,6 +8,7 @@
 #include "args.h"
 #include "bindings.h"
 #include "nncodecs/coders.h"
+#include "nncodecs/frame_steps.h"
 
 namespace nncodecs_py {
 namespace {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "nncodecs/coders.h"
-#include "nncodecs/entropy.h"
+#include "nncodecs/frame.h"
 #include "rans_simd.h"
 
 namespace nnc {

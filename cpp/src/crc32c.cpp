@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "nncodecs/dispatch.h"
-#include "nncodecs/entropy.h"
+#include "nncodecs/frame.h"
 
 #if defined(__x86_64__) || defined(_M_X64)
 #include <immintrin.h>

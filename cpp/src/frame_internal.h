@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "coders.h"
-#include "nncodecs/entropy.h"
+#include "nncodecs/frame_steps.h"
 #include "nncodecs/rans_lane.h"
 
 namespace nnc {

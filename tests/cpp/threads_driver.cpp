@@ -28,7 +28,7 @@
 #include <thread>
 #include <vector>
 
-#include "nncodecs/entropy.h"
+#include "nncodecs/frame.h"
 #include "nncodecs/threadpool.h"
 
 namespace {

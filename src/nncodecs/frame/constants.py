@@ -1,6 +1,6 @@
 """Constants of the frame format (docs/format.md) as Python sees them.
 
-Read from ``_core``, never restated: the C++ headers (``entropy.h``,
+Read from ``_core``, never restated: the C++ headers (``format.h``, ``frame.h``,
 ``gpu_structs.h``) state each once, for the CPU code and the GPU kernels.
 This is the one module of the Python side that reads them.
 """

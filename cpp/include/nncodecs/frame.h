@@ -1,5 +1,6 @@
-// Entropy coding of byte planes: rANS, Huffman, automatic choice, in
-// self-describing frames with a CRC32C. Byte layout: docs/format.md.
+// The stable frame API: encode and decode self-describing frames of byte planes (rANS,
+// Huffman, automatic choice, zstd chunks) with a CRC32C, in one call each; parse and
+// check a frame's header; CRC32C. What the codecs and the Python binding use.
 //
 // dst-first, explicit capacities, *_bound() sizes; every function returns a
 // Status and, on failure, a message in an Error. Nothing throws or aborts,
@@ -10,7 +11,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "nncodecs/gpu_structs.h"
+#include "nncodecs/format.h"
 #include "nncodecs/status.h"
 #include "nncodecs/transform.h"
 
@@ -21,81 +22,6 @@ struct Error {
   Status status = Status::ok;
   char message[240] = {0};
 };
-
-enum class Coder : int { rans = 1, huffman = 2, automatic = 3 };
-
-// How one chunk of one plane is stored.
-enum class ChunkMode : std::uint8_t { raw = 0, constant = 1, rans = 2, huffman = 3, zstd = 4 };
-
-// kChunkLog2 (symbols of one plane per chunk): gpu_structs.h, shared with the GPU kernels.
-constexpr std::size_t kChunkSymbols = std::size_t(1) << kChunkLog2;
-constexpr std::uint8_t kFrameVersion = 1;
-// Version 2: version 1 plus per-row offsets of the last plane (a row shift).
-constexpr std::uint8_t kFrameVersionRows = 2;
-// Version 3, what every encoder writes: version 1 or 2 plus the element
-// byte after the plane count (its element type, and whether the row section
-// follows). Versions 1 and 2 are read, never written.
-constexpr std::uint8_t kFrameVersionTyped = 3;
-// Version 4: version 3 whose element byte may set bit 6, kElementBigEndian:
-// the elements were big-endian. They are coded little-endian, as always, and
-// a decoder to elements swaps them back, so the bytes come back as they came
-// in. Written only for big-endian input; little-endian input keeps version 3.
-constexpr std::uint8_t kFrameVersionOrdered = 4;
-
-// The element type a frame records (version 3): the data type of the array
-// whose planes it holds, so that a decoder needs no dtype from its caller
-// and refuses to decode as another one. `bytes`: none stated (byte coders
-// given no dtype; every version 1 and 2 frame reads as bytes). The codes are
-// format: never renumber one, only add.
-enum class Element : std::uint8_t {
-  bytes = 0,
-  boolean = 1,
-  u8 = 2,
-  i8 = 3,
-  u16 = 4,
-  i16 = 5,
-  u32 = 6,
-  i32 = 7,
-  u64 = 8,
-  i64 = 9,
-  f64 = 10,
-  f32 = 11,
-  f16 = 12,
-  bf16 = 13,
-  f8_e4m3fn = 14,
-  f8_e5m2 = 15,
-  f4_e2m1fn = 16,  // one value a byte, in the low 4 bits (ml_dtypes' layout)
-};
-struct ElementInfo {
-  const char* name;  // the dtype name nncodecs uses (nncodecs.dtypes)
-  unsigned width;    // bytes an element, the frame's plane count (0: any)
-  Layout layout;     // the bit reorder the weights codec applies
-};
-// Indexed by code: the one table of element types (Python reads it through
-// _core.element_types()).
-constexpr ElementInfo kElements[] = {
-    {"bytes", 0, Layout::none},          {"bool", 1, Layout::none},
-    {"uint8", 1, Layout::none},          {"int8", 1, Layout::none},
-    {"uint16", 2, Layout::none},         {"int16", 2, Layout::none},
-    {"uint32", 4, Layout::none},         {"int32", 4, Layout::none},
-    {"uint64", 8, Layout::none},         {"int64", 8, Layout::none},
-    {"float64", 8, Layout::f64},         {"float32", 4, Layout::f32},
-    {"float16", 2, Layout::f16},         {"bfloat16", 2, Layout::bf16},
-    {"float8_e4m3fn", 1, Layout::f8_e4m3}, {"float8_e5m2", 1, Layout::f8_e5m2},
-    {"float4_e2m1fn", 1, Layout::none},
-};
-constexpr unsigned kElementCount = sizeof(kElements) / sizeof(kElements[0]);
-// The element byte of a version 3 frame: bits 0-5 the element code, bit 6
-// reserved (0; in version 4 the byte order, kElementBigEndian), bit 7 set
-// when the row section follows the checksum. The whole-input kind's element
-// byte is the same less bit 7.
-constexpr std::uint8_t kElementMask = 0x3F;
-constexpr std::uint8_t kElementBigEndian = 0x40;
-constexpr std::uint8_t kElementRows = 0x80;
-// Rows shorter than this never get an offset byte (it would cost more than
-// 1/128 of their symbols); planes shorter than kRowShiftFrom are not tried.
-constexpr std::uint64_t kMinRowLength = 128;
-constexpr std::uint64_t kRowShiftFrom = std::uint64_t(1) << 16;
 
 struct EncodeParams {
   Coder coder = Coder::rans;
@@ -151,54 +77,6 @@ struct ZstdProbe {
   std::vector<bool> wanted;
   bool any = false;
 };
-
-// The encoder's decision for one chunk of one plane, taken in two steps so
-// that another encoder (the GPU's host) reaches the same bytes: plan_chunk
-// from the histogram (nullptr: the chunk's sample says near-uniform, see
-// sample_is_raw) says what to try; settle_chunk from the coded sizes what to
-// keep. mode raw, constant (value) or zstd with nothing to try is final.
-struct ChunkPlan {
-  ChunkMode mode = ChunkMode::raw;
-  bool try_rans = false, try_huff = false;
-  std::uint8_t value = 0;
-};
-// Chunks of at least this many symbols are judged on a sample and estimates.
-constexpr std::size_t kEstimateFrom = std::size_t(1) << 15;
-ChunkPlan plan_chunk(const std::uint32_t* counts, std::size_t m, const EncodeParams& params,
-                     bool has_zstd, std::uint32_t zstd_len);
-ChunkMode settle_chunk(const ChunkPlan& plan, std::size_t m, const EncodeParams& params,
-                       std::size_t rans_len, std::size_t huff_len, bool has_zstd,
-                       std::uint32_t zstd_len);
-// From the counts of a chunk's sample (16 pieces of 1 KiB at offsets i *
-// (m / 16)): whether it is near-uniform bytes (stays raw or takes zstd).
-bool sample_is_raw(const std::uint32_t sample[256]);
-
-// The row shift's decision (version 2), from per-group counts of sampled
-// exponents as they are (plain) and shifted by their row's offset: groups
-// of kChunkSymbols / row_length rows (at least one), 256 counts each.
-bool row_shift_pays(const std::uint32_t* plain, const std::uint32_t* shifted, std::size_t groups,
-                    std::uint64_t n, std::uint64_t row_length);
-
-// Whether the encoder tries a row shift (version 2) on n elements of a float
-// layout in rows of row_length, and the exponent field it then shifts: its
-// lowest bit and width in the element before the reorder (at most 8;
-// float64 its top 8 of 11).
-bool row_shift_field(Layout layout, bool elements, std::uint64_t n, std::uint64_t row_length,
-                     unsigned* shift, unsigned* bits);
-
-// A frame's header and chunk index for chunks encoded elsewhere (the GPU
-// encoder's host): written into dst (resized to fit); returns the bytes the
-// payloads take after it. Entries are plane-major, as the index.
-struct ChunkEntry {
-  ChunkMode mode = ChunkMode::raw;
-  std::uint8_t value = 0;    // constant
-  std::uint64_t length = 0;  // payload bytes (raw: the chunk's symbols)
-};
-// (The element type is params.element.)
-std::size_t frame_head(std::vector<std::uint8_t>* dst, const EncodeParams& params,
-                       std::size_t src_len, std::uint32_t crc, std::uint64_t row_length,
-                       const std::uint8_t* offsets, std::size_t rows, const ChunkEntry* entries,
-                       std::size_t count);
 
 Status frame_encode(void* dst, std::size_t dst_cap, std::size_t* written, const void* src,
                     std::size_t src_len, const EncodeParams& params, const External& zstd,
@@ -260,14 +138,6 @@ Status frame_decode(void* dst, std::size_t dst_cap, const void* src, std::size_t
                     const std::uint8_t* zstd_decoded, std::size_t zstd_decoded_len, int threads,
                     Error* err);
 
-// ---- the whole-input zstd kind, and auto's zstd trials ----
-
-// The second kind of encoded data: a magicless zstd frame of the whole
-// input's planes (with its content size, and zstd's checksum when asked),
-// after "NNCW" and the element code. "NNCZ" (read, no longer written): no
-// element code. docs/format.md ("Whole-input zstd").
-constexpr std::uint8_t kWholeMagic[4] = {'N', 'N', 'C', 'Z'};
-constexpr std::uint8_t kWholeTypedMagic[4] = {'N', 'N', 'C', 'W'};
 // Auto's trials (encoder policy): the whole-input kind on inputs up to
 // kWholeZstdLimit bytes (always up to kTinyBytes; above, when some chunk
 // was worth a zstd trial), no per-chunk trials up to kTinyBytes, and at
@@ -297,12 +167,6 @@ Status read_header(const void* src, std::size_t src_len, std::uint64_t max_decod
 Status decode(void* dst, std::size_t dst_cap, const void* src, std::size_t src_len,
               const Header& h, Layout layout, bool elements, unsigned planes, int threads,
               Error* err);
-
-// zstd of pieces as frame chunks hold it (magicless, no size, checksum or
-// dictionary id), for the GPU encoder's host: out[i] for src[i].
-Status zstd_chunks(const std::uint8_t* const* src, const std::size_t* lens, std::size_t count,
-                   int level, int threads, std::vector<std::vector<std::uint8_t>>* out,
-                   Error* err);
 
 // CRC32C (Castagnoli), with the usual pre- and post-inversion.
 std::uint32_t crc32c(std::uint32_t crc, const void* data, std::size_t len);
