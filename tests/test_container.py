@@ -367,6 +367,7 @@ def test_sparse_csr_csc_coo_round_trip_into_scipy(tmp_path: Path) -> None:
         w.add_tensor("csc", csc)
         w.add_tensor("coo", coo)
         w.add_sparse_csr("adj", csr.data, csr.indices, csr.indptr, csr.shape)
+        w.add_sparse_csc("cols", csc.data, csc.indices, csc.indptr, csc.shape)
         coords = np.vstack([coo.row, coo.col])
         w.add_sparse_coo("graph", coords, coo.data, coo.shape)
         w.add_tensor("lil", sp.lil_matrix(csr))  # other formats go in as CSR
@@ -375,8 +376,8 @@ def test_sparse_csr_csc_coo_round_trip_into_scipy(tmp_path: Path) -> None:
         with pytest.raises(ValueError, match="outside the shape"):
             w.add_sparse_coo("bad", coords + 100, coo.data, coo.shape)
     with Reader(path) as r:
-        assert [r.layout(n) for n in r] == ["csr", "csc", "coo", "csr", "coo", "csr"]
-        for name, ref in (("csr", csr), ("csc", csc), ("coo", coo), ("adj", csr),
+        assert [r.layout(n) for n in r] == ["csr", "csc", "coo", "csr", "csc", "coo", "csr"]
+        for name, ref in (("csr", csr), ("csc", csc), ("coo", coo), ("adj", csr), ("cols", csc),
                           ("graph", coo), ("lil", csr)):  # fmt: skip
             got = r.read_tensor(name, to="scipy")
             assert got.format == r.layout(name) and got.shape == ref.shape

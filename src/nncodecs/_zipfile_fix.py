@@ -30,7 +30,8 @@ def apply(force: bool = False) -> bool:
         return False
     import zipfile
 
-    shared = zipfile._SharedFile  # type: ignore[attr-defined]
+    # (the stdlib class this module patches: there is no public name for it)
+    shared = zipfile._SharedFile  # type: ignore[attr-defined]  # noqa: SLF001
     if getattr(shared.seek, "nncodecs_fix", False):
         return True
     original = shared.seek

@@ -69,7 +69,7 @@ class _NativeClass:
     against: ml_dtypes' dtype class, resolved when first asked for."""
 
     def __get__(self, obj: object, owner: type[_MLFloat]) -> type:
-        return type(_native(owner._name))
+        return type(_native(owner._name))  # noqa: SLF001 (its own class's: a descriptor)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -261,7 +261,7 @@ def _exact_empty_chunks() -> None:
         except (ImportError, AttributeError):  # (another layout of zarr: nothing to patch)
             continue
         original = cls.__dict__.get("all_equal")
-        if original is not None and not getattr(original, "_nncodecs_exact", False):
+        if original is not None and not getattr(original, "nncodecs_exact", False):
             cls.all_equal = _bit_exact(original)
 
 
@@ -276,7 +276,7 @@ def _bit_exact(original: Any) -> Any:
         fill = np.asarray(other, dtype=data.dtype).reshape(1).view(bits)[0]
         return bool((data.view(bits) == fill).all())
 
-    all_equal._nncodecs_exact = True  # type: ignore[attr-defined]
+    all_equal.nncodecs_exact = True  # type: ignore[attr-defined]  # (patched once only)
     all_equal.__doc__ = original.__doc__
     return all_equal
 

@@ -33,10 +33,18 @@ class CompositeWrites:
         self, name: str, data: Any, indices: Any, indptr: Any, shape: Any, codec: str | None = None
     ) -> None:
         """Store a CSR matrix from its arrays; it reads back as ``scipy.sparse.csr_matrix``."""
+        self._add_compressed("csr", name, data, indices, indptr, shape, codec)
+
+    def add_sparse_csc(
+        self, name: str, data: Any, indices: Any, indptr: Any, shape: Any, codec: str | None = None
+    ) -> None:
+        """Store a CSC matrix from its arrays; it reads back as ``scipy.sparse.csc_matrix``."""
+        self._add_compressed("csc", name, data, indices, indptr, shape, codec)
+
+    def _add_compressed(self, kind: str, name: str, *arrays: Any) -> None:
         self._check_new(name)
-        self._add_composite(
-            name, composite.compressed_parts("csr", name, data, indices, indptr, shape), codec
-        )
+        *parts, codec = arrays
+        self._add_composite(name, composite.compressed_parts(kind, name, *parts), codec)
 
     def add_sparse_coo(
         self, name: str, coords: Any, data: Any, shape: Any, codec: str | None = None

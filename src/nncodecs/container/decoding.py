@@ -137,9 +137,9 @@ def read_on_device(r: Any, name: str, z: Any, to: str, device: str) -> Any:
     from nncodecs.container.checks import check_size, chunk_frames
 
     try:
-        check_size(z, r._reads)  # (before any chunk is looked up)
+        check_size(z, r.chunk_reads)  # (before any chunk is looked up)
     except CorruptDataError as exc:
-        raise r._error(name, exc) from None
+        raise r.corrupt(name, exc) from None
     frames = chunk_frames(z)
     if frames is None:  # not the weights codec: decoded on the host, then one copy
         return host_to_device(device, r.read_tensor(name, check=True), tuple(z.shape), to)

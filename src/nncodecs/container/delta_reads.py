@@ -51,6 +51,38 @@ class DeltaReads:
         self._deltas: dict[str, dict[str, Any] | None] = {}
         self._places: dict[str, str] = {}
 
+    # ---- what the Reader gives nncodecs' own modules (a reference's reader, a Writer
+    # reading its references, the device path): no private attribute of a Reader is
+    # read from outside it (ruff's SLF001) ----
+
+    def tensor_attrs(self, name: Any) -> Any:
+        """A tensor's (or kept file's) nncodecs attributes, as its document records them."""
+        return self._entries[name].attrs
+
+    @property
+    def reference_roots(self) -> Any:
+        """Where this Reader's tensors may find their references (the ``references``
+        it was given, as :func:`allowed_references` reads them)."""
+        return self._allowed
+
+    @property
+    def chunk_reads(self) -> Any:
+        """What whole reads read chunks through: the local files, else the Zarr store."""
+        return self._reads  # type: ignore[attr-defined]
+
+    def corrupt(self, name: Any, exc: Exception) -> Exception:
+        """``exc`` as this container's error about tensor ``name``."""
+        return self._error(name, exc)  # type: ignore[attr-defined]
+
+    def read_link(self, tensor: str, check: bool) -> Any:
+        """A tensor read as the reference of another's delta: a delta itself is read as a
+        link of its chain (its records checked; its result is checked at the top)."""
+        further = self._delta_of(tensor)
+        if further is None:
+            return self.read_tensor(tensor, check=check)  # type: ignore[attr-defined]
+        self._check(tensor)  # type: ignore[attr-defined]
+        return self._read_delta(tensor, further, "numpy", check, top=False)
+
     def _delta_of(self, name: Any) -> dict[str, Any] | None:
         """A dense tensor's delta configuration (``None``: stored whole)."""
         if name not in self._deltas:
@@ -111,7 +143,7 @@ class DeltaReads:
         """The reference, its record checked against the hash the delta recorded."""
         reader, tensor = self._reference_reader(name, config)
         want = config["reference"]["sha256"]
-        attrs = reader._entries[tensor].attrs
+        attrs = reader.tensor_attrs(tensor)
         recorded = attrs.get("sha256") if isinstance(attrs, dict) else None
         if isinstance(recorded, str) and recorded != want:
             raise self._fail(
@@ -175,18 +207,13 @@ class DeltaReads:
         reader, tensor = self._checked_reference(name, config)
         self._check_kind(name, config, reader, tensor, own.shape)
         try:
-            further = reader._delta_of(tensor)
-            if further is not None:  # (a link of the chain: its result checked at the top)
-                reader._check(tensor)
-                base = reader._read_delta(tensor, further, "numpy", check, top=False)
-            else:
-                base = reader.read_tensor(tensor, check=check)
+            base = reader.read_link(tensor, check)
         except ReferenceProblemError:
             raise
         except (CorruptDataError, OSError) as exc:
             raise self._fail(name, f"its reference {tensor!r} is unreadable: {exc}") from None
         base = np.asarray(base)
-        attrs = reader._entries[tensor].attrs
+        attrs = reader.tensor_attrs(tensor)
         recorded = isinstance(attrs, dict) and isinstance(attrs.get("sha256"), str)
         bad = _base_mismatch(config["reference"], base, check, recorded)
         if bad is not None:
@@ -234,7 +261,7 @@ class DeltaReads:
         self._check_records(name, config, member.attrs)
         reader, tensor = self._checked_reference(name, config)
         self._check_kind(name, config, reader, tensor, coded.shape)
-        attrs = reader._entries[tensor].attrs
+        attrs = reader.tensor_attrs(tensor)
         hashed = isinstance(attrs, dict) and isinstance(attrs.get("sha256"), str)
         try:
             if not hashed and not config.get("verified"):

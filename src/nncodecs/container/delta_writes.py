@@ -96,7 +96,7 @@ class DeltaWrites:
             for ref in self._refs:
                 r = ref.reader
                 for name in r:
-                    attrs = r._entries[name].attrs
+                    attrs = r.tensor_attrs(name)
                     digest = attrs.get("sha256") if isinstance(attrs, dict) else None
                     if not isinstance(digest, str):
                         continue
@@ -116,7 +116,9 @@ class DeltaWrites:
             if not (info.reference and info.reference.get("duplicate")):
                 break
             try:
-                where = resolve_reference(ref.target, info.reference["container"], r._allowed)
+                where = resolve_reference(
+                    ref.target, info.reference["container"], r.reference_roots
+                )
                 if not self._recordable(where):
                     break  # (not beside the output, nor named: the duplicate it follows)
                 origin = self._ref_at(where)
@@ -131,7 +133,7 @@ class DeltaWrites:
         """A reference tensor's chain depth, its records checked."""
         info = ref.reader.info(name)
         try:
-            return delta.record_depth(ref.reader._entries[name].attrs, info.reference is not None)
+            return delta.record_depth(ref.reader.tensor_attrs(name), info.reference is not None)
         except CorruptDataError as exc:
             raise ReferenceProblemError(f"reference {ref.target}: tensor {name!r}: {exc}") from None
 
@@ -173,7 +175,7 @@ class DeltaWrites:
                 attrs["duplicate"] = True
                 where: dict[str, Any] = {"container": ref.recorded, "tensor": tname}
                 where["sha256"] = digest
-                oattrs = ref.reader._entries[tname].attrs
+                oattrs = ref.reader.tensor_attrs(tname)
                 if not (isinstance(oattrs, dict) and isinstance(oattrs.get("sha256"), str)):
                     where["crc32c"] = delta.crc32c(arr)  # (no record there: a read checks this)
                 self._write_delta(node, arr, coded, "xor", where, codec, attrs, dims, depth)
@@ -182,7 +184,7 @@ class DeltaWrites:
         r = first.reader
         if name not in r or r.layout(name) != "dense":
             return False
-        rattrs = r._entries[name].attrs
+        rattrs = r.tensor_attrs(name)
         depth = self._depth(first, name)
         info = r.info(name)
         if depth >= self.max_chain or tuple(info.shape) != arr.shape or info.dtype != arr.dtype:
@@ -287,7 +289,7 @@ def not_on_a_chain(target: Any, refs: list[Any]) -> None:
                 recorded = {v["container"] for v in r.references().values()}
                 for rec in recorded:
                     try:
-                        todo.append((resolve_reference(place, rec, r._allowed), named))
+                        todo.append((resolve_reference(place, rec, r.reference_roots), named))
                     except ReferenceProblemError:
                         continue
         except (OSError, ValueError):  # (a broken link of the chain: a read says so)

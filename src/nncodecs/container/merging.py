@@ -5,8 +5,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from nncodecs.container import composite
-from nncodecs.container.kept import kept_key
+from nncodecs.container.kept import HIDDEN, kept_key
 from nncodecs.container.reader import Reader
 from nncodecs.container.writer import Writer
 from nncodecs.store.opening import describe_target
@@ -62,7 +61,8 @@ def merge(
                     if file in kept and kept[file] != digest:
                         raise ValueError(f"{where}: kept file {file!r} differs between them")
                     if file not in kept:
-                        w._keep(file, data)  # (hidden ones too: a source's records)
+                        keep = w.add_hidden_file if file.startswith(HIDDEN) else w.add_file
+                        keep(file, data)  # (hidden ones too: a source's records)
                         kept[file] = digest
                     del data
 
@@ -75,12 +75,11 @@ def _copy(r: Reader, w: Writer, name: str) -> None:
     if kind in ("mxfp4", "nvfp4"):
         w.add_quantized(name, *value, scheme=kind)
     elif kind == "records":  # (its bytes, split again by the fields recorded)
-        w.add_records(name, value, r._entries[name].attrs["fields"])
+        w.add_records(name, value, r.tensor_attrs(name)["fields"])
     elif kind == "coo":
         w.add_sparse_coo(name, value["coords"], value["data"], value["shape"])
-    elif kind in ("csr", "csc"):  # (CSC has no add_sparse_* of its own: the parts go in)
-        w._check_new(name)
-        parts = (value["data"], value["indices"], value["indptr"], value["shape"])
-        w._add_composite(name, composite.compressed_parts(kind, name, *parts), None)
+    elif kind in ("csr", "csc"):
+        add = w.add_sparse_csr if kind == "csr" else w.add_sparse_csc
+        add(name, value["data"], value["indices"], value["indptr"], value["shape"])
     else:
         w.add_tensor(name, value)

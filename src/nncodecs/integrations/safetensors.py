@@ -32,7 +32,8 @@ class _Slice:
 
     def __init__(self, owner: safe_open, name: str) -> None:
         self._owner = owner
-        self._array = owner._reader[name]
+        # (a slice of its safe_open: one object in two classes, as in safetensors itself)
+        self._array = owner._reader[name]  # noqa: SLF001
 
     def get_shape(self) -> list[int]:
         return list(self._array.shape)
@@ -41,7 +42,7 @@ class _Slice:
         return _ST_DTYPES.get(dtype_name(self._array.dtype), dtype_name(self._array.dtype))
 
     def __getitem__(self, index: Any) -> Any:
-        return self._owner._convert(self._array[index])
+        return self._owner._convert(self._array[index])  # noqa: SLF001 (its safe_open's)
 
 
 class safe_open:

@@ -57,7 +57,7 @@ class ZipOutput(LockedOutput):
                 from nncodecs.store.opening import open_zip  # (Zarr: only to append)
 
                 self.store = open_zip(path)  # read: what the container holds
-                bad = zip_problems(self.store._zf)
+                bad = zip_problems(self.store._zf)  # noqa: SLF001 (zarr's ZipStore's zip file)
                 if bad:
                     key, why = next(iter(bad.items()))
                     raise CorruptDataError(f"{path}: {key}: {why}")
@@ -79,7 +79,7 @@ class ZipOutput(LockedOutput):
 
     def adopt(self, nodes: set[str]) -> None:
         assert self.store is not None and self._zf is not None
-        src = self.store._zf
+        src = self.store._zf  # noqa: SLF001 (zarr's ZipStore's zip file: no public name)
         for info in src.infolist():
             name = PurePosixPath(info.filename)
             if info.is_dir() or info.filename == ROOT:
