@@ -187,7 +187,7 @@ class Member:
         self, layout: str, attrs: dict[str, Any], load: Callable[[], Any], doc: Any = None,
         path: str = "",
     ) -> None:  # fmt: skip
-        self.layout = layout  # dense, csr, csc, coo, mxfp4 or nvfp4
+        self.layout = layout  # dense, csr, csc, coo, mxfp4, nvfp4 or records
         self.path = path  # its node (escape(name), or legacy_escape(name) in older containers)
         self.attrs = attrs  # its attributes under ATTRS_KEY
         self._load = load
