@@ -67,8 +67,9 @@ class ObjectQueue:
     store round trip per object), and documents only after the objects they commit
     (:meth:`drain`), through :class:`Batches`."""
 
-    def __init__(self, write: Callable[[dict[str, bytes]], None], batch_bytes: int,
-                 batch_count: int) -> None:  # fmt: skip
+    def __init__(
+        self, write: Callable[[dict[str, bytes]], None], batch_bytes: int, batch_count: int
+    ) -> None:
         self.batches = Batches(write)
         self._objects: dict[str, bytes] = {}  # chunks not yet written
         self._docs: dict[str, bytes] = {}  # their arrays' documents, written after
