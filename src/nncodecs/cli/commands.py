@@ -28,6 +28,7 @@ def cmd_compress(args: argparse.Namespace) -> int:
 
 def _compress_one(args: argparse.Namespace) -> dict[str, Any]:
     from nncodecs.formats import compress
+    from nncodecs.formats.file_modes import recorded_bytes
     from nncodecs.formats.paths import default_container
 
     src = Path(args.input)
@@ -37,6 +38,7 @@ def _compress_one(args: argparse.Namespace) -> dict[str, Any]:
     out = args.output or str(default_container(src))
     check_cli_output(out, args.force)
     bar = ProgressBar("compress", args.quiet)
+    recorded: dict[str, str] = {}  # (what the container records of the source)
     fmt = compress(
         src,
         out,
@@ -47,11 +49,10 @@ def _compress_one(args: argparse.Namespace) -> dict[str, Any]:
         force=args.force,
         reference=args.reference,
         max_chain=args.max_chain,
+        recorded=recorded,
     )
     bar.finish()
-    from nncodecs.formats.file_modes import source_bytes
-
-    original = source_bytes(src, fmt)
+    original = recorded_bytes(recorded) or 0  # (the size info will print as the original)
     stored = None if "://" in out else path_bytes(Path(out.removeprefix("file://")))
     if not (args.quiet or args.json):
         if stored is None:  # (a URL: its size is the store's to tell)
@@ -83,11 +84,11 @@ def _compress_dask(args: argparse.Namespace, src: Path) -> dict[str, Any]:
         check_container_name(Path(args.output))
         check_output(Path(args.output), args.force, inputs=(src,))
     result = archive(src, args.output, scheduler=scheduler, overwrite=args.force, **kwargs)
-    from nncodecs.formats.file_modes import source_bytes
+    original, stored = _recorded_sizes(args.output)  # (as info will print them)
+    if original is None:  # (a URL's container: the source counted here)
+        from nncodecs.formats.file_modes import source_bytes
 
-    original = source_bytes(src, "safetensors")
-    local = "://" not in args.output
-    stored = path_bytes(Path(args.output)) if local else None
+        original = source_bytes(src, "safetensors")
     if not (args.quiet or args.json):
         sizes = f"; {human(stored)}, {ratio_text(original, stored)}" if stored else ""
         tasks = f"{counted(result.tensors, 'tensor')} in {counted(result.tasks, 'task')}"
@@ -250,3 +251,15 @@ def cmd_convert(args: argparse.Namespace) -> int:
     elif not args.quiet:
         print(f"{Path(args.input)} -> {args.output} ({fmt})")
     return 0
+
+
+def _recorded_sizes(container: str) -> tuple[int | None, int | None]:
+    """A local container's recorded source size and its own files' size (``None``, for
+    a URL: the store's to tell)."""
+    if "://" in container:
+        return None, None
+    from nncodecs import Reader
+    from nncodecs.formats.file_modes import recorded_bytes
+
+    with Reader(container) as r:
+        return recorded_bytes(r.metadata), path_bytes(Path(container))

@@ -19,13 +19,13 @@ def cmd_info(args: argparse.Namespace) -> int:
 
     src = Path(args.input)
     fmt = detect_format(src)
-    count, files = None, []
+    count, files, said = None, [], None
     if fmt == "container":
-        rows, count, files = _container_rows(src)
+        rows, count, files, said = _container_rows(src)
     else:
         rows = _file_rows(src, fmt)
     total_n = sum(r["nbytes"] for r in rows)
-    original, stored, recorded = _sizes(src, fmt, total_n)
+    original, stored, recorded = _sizes(src, fmt, total_n, said)
     if args.json:
         doc = {
             "version": JSON_VERSION,
@@ -109,26 +109,27 @@ def source_count(metadata: dict[str, str]) -> int | None:
     return None
 
 
-def _sizes(src: Path, fmt: str, tensor_bytes: int) -> tuple[int, int, bool]:
+def _sizes(src: Path, fmt: str, tensor_bytes: int, said: int | None) -> tuple[int, int, bool]:
     """``(original, stored, recorded)``: for a container the source's bytes it recorded
-    (or, where it recorded none, as a container written through the API, its tensors'
-    bytes) and its own bytes on disk; for a model file, its files' bytes both."""
-    from nncodecs.formats.file_modes import recorded_bytes, source_bytes
+    (``said``; where it recorded none, as a container written through the API, its
+    tensors' bytes) and its own bytes on disk; for a model file, its files' bytes both."""
+    from nncodecs.formats.file_modes import source_bytes
 
     if fmt != "container":
         size = source_bytes(src, fmt)
         return size, size, True
-    from nncodecs import Reader
-
-    with Reader(src) as r:
-        original = recorded_bytes(r.metadata)
-    if original is None or (original == 0 and tensor_bytes):  # (none, or a forged one)
+    if said is None or (said == 0 and tensor_bytes):  # (none, or a forged one)
         return tensor_bytes, path_bytes(src), False
-    return original, path_bytes(src), True
+    return said, path_bytes(src), True
 
 
-def _container_rows(src: Path) -> tuple[list[dict[str, Any]], int | None, list[str]]:
+def _container_rows(
+    src: Path,
+) -> tuple[list[dict[str, Any]], int | None, list[str], int | None]:
+    """Its tensors' rows, the source's tensor count, its kept files, and the source's
+    bytes, as the container recorded them (one Reader)."""
     from nncodecs import Reader
+    from nncodecs.formats.file_modes import recorded_bytes
     from nncodecs.formats.ggml_convert import quantized_in_container, quantized_shapes
 
     with Reader(src) as r:
@@ -148,7 +149,7 @@ def _container_rows(src: Path) -> tuple[list[dict[str, Any]], int | None, list[s
             }
             for i in (r.info(n) for n in r)
         ]
-        return rows, source_count(r.metadata), r.files()
+        return rows, source_count(r.metadata), r.files(), recorded_bytes(r.metadata)
 
 
 def _file_rows(src: Path, fmt: str) -> list[dict[str, Any]]:

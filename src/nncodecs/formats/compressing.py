@@ -13,7 +13,7 @@ from nncodecs.container import Writer
 from nncodecs.container.gcpause import collector_paused
 from nncodecs.formats.detect import detect_format
 from nncodecs.formats.digests import hash_ahead
-from nncodecs.formats.file_modes import MODE, SIZE, source_bytes, source_record
+from nncodecs.formats.file_modes import MODE, source_record
 from nncodecs.formats.malloc import use_one_malloc_arena
 from nncodecs.formats.opening import open_source
 from nncodecs.formats.paths import check_container_name, input_root, local_output
@@ -35,6 +35,7 @@ def compress(
     reference: Any = None,
     max_chain: int | None = None,
     dedup: bool = True,
+    recorded: dict[str, str] | None = None,
 ) -> str:
     """Compress a model file (or a directory of shards) into one container. Returns its format.
 
@@ -45,7 +46,9 @@ def compress(
     ``target`` only once complete. What the source needs to come back
     (:meth:`Source.metadata`) goes into the container's metadata. ``reference``
     (and ``max_chain``, ``dedup``): containers its tensors may be stored against,
-    as :class:`nncodecs.Writer` takes them (a checkpoint's previous one).
+    as :class:`nncodecs.Writer` takes them (a checkpoint's previous one). ``recorded``: a
+    dict that receives what the container records of its source (``source.bytes``, and a
+    file's ``source.mode`` and ``source.mtime_ns``), which a front end reports.
     """
     use_one_malloc_arena()
     source = Path(source)
@@ -65,9 +68,11 @@ def compress(
         kwargs["max_chain"] = max_chain
     if not dedup:
         kwargs["dedup"] = False
-    st, record = source_record(source, fmt)  # (its mode and times: the container's, kept)
+    # (its size, the original of the ratio info shows; its mode and times, kept)
+    st, record = source_record(source, fmt)
     mode = int(record[MODE], 8) if MODE in record else None
-    record[SIZE] = str(source_bytes(source, fmt))  # (the original of the ratio info shows)
+    if recorded is not None:
+        recorded.update(record)
     with open_source(source, fmt) as src:
         if not src.digests_its_reads:  # (its CRC32C, for its metadata, while tensors encode)
             hash_ahead([source] if source.is_file() else sorted(source.glob("*.safetensors")))

@@ -12,6 +12,8 @@ container) keep the umask's modes."""
 from __future__ import annotations
 
 import contextlib
+import functools
+import operator
 import os
 import re
 import stat
@@ -19,16 +21,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from nncodecs.outputs import created_mode, keep_times
-from nncodecs.sizes import path_bytes
 
 __all__ = [
     "MODE",
     "MTIME",
     "SIZE",
+    "common_mode",
     "kept_like",
     "recorded",
     "recorded_bytes",
     "source_bytes",
+    "source_files",
     "source_record",
     "strictest",
 ]
@@ -36,13 +39,17 @@ __all__ = [
 MODE, MTIME, SIZE = "source.mode", "source.mtime_ns", "source.bytes"
 
 
+def source_files(source: Path, fmt: str) -> list[Path]:
+    """Every file a source is: a folder's files; a model file and, for ONNX, the external
+    data files its graph names (one walk of the graph)."""
+    if source.is_dir():
+        return sorted(f for f in source.rglob("*") if f.is_file())
+    return [source, *_external_files(source, fmt)]
+
+
 def source_bytes(source: Path, fmt: str) -> int:
-    """The bytes of every file a source is: a folder's files, an ONNX model's external
-    data files too."""
-    size = path_bytes(source)
-    if source.is_file():
-        size += sum(f.stat().st_size for f in _external_files(source, fmt))
-    return size
+    """The bytes of every file a source is (:func:`source_files`)."""
+    return sum(f.stat().st_size for f in source_files(source, fmt))
 
 
 def recorded_bytes(metadata: dict[str, str]) -> int | None:
@@ -54,25 +61,30 @@ def recorded_bytes(metadata: dict[str, str]) -> int | None:
 
 
 def source_record(source: Path, fmt: str = "") -> tuple[os.stat_result | None, dict[str, str]]:
-    """A single-file source's stat and the metadata that records its mode and times: the
-    mode is the strictest of its files' (an ONNX model's 0600 external data keeps the
-    container and every restored file private), the times the file's own."""
+    """What a container records of its source: the bytes of all its files, and for a
+    single-file source its stat, mode and times. The mode is the strictest of its files'
+    (an ONNX model's 0600 external data keeps the container and every restored file
+    private), the times the file's own. Its files are listed once (an ONNX graph walked
+    once)."""
+    files = source_files(source, fmt)
+    record = {SIZE: str(sum(f.stat().st_size for f in files))}
     if not source.is_file():
-        return None, {}
+        return None, record
     st = source.stat()
-    mode = strictest([source, *_external_files(source, fmt)])
-    return st, {MODE: f"{mode:o}", MTIME: str(st.st_mtime_ns)}
+    record.update({MODE: f"{strictest(files):o}", MTIME: str(st.st_mtime_ns)})
+    return st, record
 
 
 def strictest(paths: list[Path]) -> int | None:
     """The permission bits every one of ``paths`` grants (``None`` where none is a file)."""
-    modes = [stat.S_IMODE(p.stat().st_mode) & 0o777 for p in paths if p.is_file()]
+    return common_mode([stat.S_IMODE(p.stat().st_mode) for p in paths if p.is_file()])
+
+
+def common_mode(modes: list[int]) -> int | None:
+    """The permission bits every one of ``modes`` grants (``None`` for none)."""
     if not modes:
         return None
-    out = 0o777
-    for m in modes:
-        out &= m
-    return out
+    return functools.reduce(operator.and_, modes, 0o777)
 
 
 def _external_files(source: Path, fmt: str) -> list[Path]:

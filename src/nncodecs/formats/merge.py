@@ -3,14 +3,12 @@ the files it holds."""
 
 from __future__ import annotations
 
-import functools
 import json
-import operator
 import os
 from typing import Any
 
 from nncodecs.container import Reader, merge
-from nncodecs.formats.file_modes import MODE, recorded, strictest
+from nncodecs.formats.file_modes import MODE, common_mode, recorded, strictest
 from nncodecs.formats.paths import check_container_name, local_output
 from nncodecs.formats.source import ORDER, TIED
 from nncodecs.formats.spliced import has_places
@@ -37,7 +35,7 @@ def merged_metadata(metadatas: list[dict[str, str]]) -> dict[str, str]:
     modes = [recorded(m)[0] for m in metadatas]  # (the strictest: a private one stays so)
     out.pop(MODE, None)
     if all(x is not None for x in modes):
-        out[MODE] = f"{functools.reduce(operator.and_, (x or 0 for x in modes)):o}"
+        out[MODE] = f"{common_mode([x for x in modes if x is not None]):o}"
     for key in ("source.tensors", "source.bytes"):  # (summed; unknown if one lacks it)
         counts = [_int(m.get(key)) for m in metadatas]
         out.pop(key, None)
