@@ -17,11 +17,11 @@ from nncodecs.container.composite import assemble
 from nncodecs.container.declared import Declared, declared
 from nncodecs.container.decoding import read_on_device, read_weights, weights_pieces
 from nncodecs.container.delta_reads import DeltaReads
-from nncodecs.container.gcpause import collector_paused
 from nncodecs.container.kept import HIDDEN, check_pieces, kept_key
 from nncodecs.container.tensor_info import TensorInfo, info_from_doc, info_from_node
 from nncodecs.errors import CorruptDataError, raised_by_nncodecs
 from nncodecs.frame import set_threads
+from nncodecs.gcpause import collector_paused
 from nncodecs.store import storage
 from nncodecs.store.files import Strict, local_target, open_local
 

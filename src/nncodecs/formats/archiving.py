@@ -26,8 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from nncodecs.container import Writer, layout
-from nncodecs.container.delta import MAX_CHAIN
+from nncodecs.container import CHUNK_BYTES, MAX_CHAIN, Writer, check_codec
 from nncodecs.dtypes import as_numpy, dtype_name
 from nncodecs.formats.archive_chain import run_chain
 from nncodecs.formats.archive_tasks import ArchiveResult, ArrayRows, Model, run
@@ -108,7 +107,7 @@ def archive(
     scheduler: Any = None,
     *,
     codec: str = "auto",
-    chunk_bytes: int = layout.CHUNK_BYTES,
+    chunk_bytes: int = CHUNK_BYTES,
     storage_options: dict[str, Any] | None = None,
     progress: bool = True,
     overwrite: bool = False,
@@ -154,7 +153,7 @@ def archive(
     """
     if delta not in (None, "previous"):
         raise ValueError(f"delta must be None or 'previous', got {delta!r}")
-    layout.codec_settings(codec)  # validates the name
+    check_codec(codec)
     models = _plan(sources, target)
     if delta and (len(models) < 2 or isinstance(sources, str | os.PathLike)):
         raise ValueError("delta='previous' archives a series: give several models, in order")

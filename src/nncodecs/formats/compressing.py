@@ -10,7 +10,6 @@ from typing import Any
 import numpy as np
 
 from nncodecs.container import Writer
-from nncodecs.container.gcpause import collector_paused
 from nncodecs.formats.detect import detect_format
 from nncodecs.formats.digests import hash_ahead
 from nncodecs.formats.file_modes import MODE, source_record
@@ -19,6 +18,7 @@ from nncodecs.formats.opening import open_source
 from nncodecs.formats.paths import check_container_name, input_root, local_output
 from nncodecs.formats.source import KEPT, ORDER, TIED, Progress
 from nncodecs.formats.spliced import keep_gaps_apart
+from nncodecs.gcpause import collector_paused
 from nncodecs.outputs import check_output, created_mode, keep_times, made_parents
 
 __all__ = ["compress"]

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from nncodecs.container.composite import Records
+from nncodecs.container import Records
 from nncodecs.dtypes import normalize_dtype
 from nncodecs.errors import CorruptDataError
 from nncodecs.extras import need

@@ -6,9 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from nncodecs.container import Reader
-from nncodecs.container.delta_writes import not_on_a_chain
-from nncodecs.container.gcpause import collector_paused
+from nncodecs.container import Reader, not_on_a_chain
 from nncodecs.errors import CorruptDataError
 from nncodecs.formats.detect import EXACT_FORMATS, WRITE_FORMATS
 from nncodecs.formats.digests import check_restored
@@ -21,6 +19,7 @@ from nncodecs.formats.paths import READ_ONLY_SUFFIXES, check_model_file_name, lo
 from nncodecs.formats.safetensors_restore import file_records, restore_safetensors
 from nncodecs.formats.source import Progress, stream_named
 from nncodecs.formats.spliced import has_places, restore_spliced
+from nncodecs.gcpause import collector_paused
 from nncodecs.outputs import atomic_output, is_url
 
 __all__ = ["check_dense", "decompress", "default_format", "default_output", "restored_name"]

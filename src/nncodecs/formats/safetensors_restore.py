@@ -9,7 +9,7 @@ import struct
 from pathlib import Path
 from typing import Any
 
-from nncodecs.container.kept import kept_key
+from nncodecs.container import kept_key
 from nncodecs.dtypes import normalize_dtype
 from nncodecs.errors import CorruptDataError
 from nncodecs.formats.detect import INDEX

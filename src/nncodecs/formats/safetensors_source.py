@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from nncodecs.container.kept import check_file_name
+from nncodecs.container import check_file_name
 from nncodecs.errors import CorruptDataError
 from nncodecs.formats.detect import INDEX
 from nncodecs.formats.digests import ReadDigest, file_digests

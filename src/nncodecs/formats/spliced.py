@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from nncodecs.container.kept import HIDDEN
+from nncodecs.container import HIDDEN
 from nncodecs.errors import CorruptDataError
 from nncodecs.formats.digests import restore_hash
 

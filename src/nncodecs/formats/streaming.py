@@ -11,13 +11,13 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from nncodecs.container import Reader
-from nncodecs.container.gcpause import collector_paused
 from nncodecs.dtypes import normalize_dtype
 from nncodecs.formats.digests import check_restored, restore_hash
 from nncodecs.formats.restore import check_dense, default_format
 from nncodecs.formats.safetensors import safetensors_header, write_safetensors
 from nncodecs.formats.safetensors_restore import file_records
 from nncodecs.formats.source import Progress, named_order, stream_named, stream_tensors
+from nncodecs.gcpause import collector_paused
 
 __all__ = ["check_safetensors_files", "stream_safetensors"]
 

@@ -13,11 +13,11 @@ from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from nncodecs.container.gcpause import collector_paused
-from nncodecs.container.reader import Reader
+from nncodecs.container import Reader
 from nncodecs.extras import need
 from nncodecs.formats.source import ORDER, TIED, named_order
 from nncodecs.frame import get_threads
+from nncodecs.gcpause import collector_paused
 
 __all__ = ["load_state_dict", "save_state_dict"]
 
@@ -28,7 +28,7 @@ def save_state_dict(state_dict: dict[str, Any], path: Any, codec: str = "auto") 
     """Write a state dict; tensors that share storage (the same view) are stored once."""
     seen: dict[tuple, str] = {}
     tied: dict[str, str] = {}
-    from nncodecs.container.writer import Writer  # (a process that only loads needs none)
+    from nncodecs.container import Writer  # (a process that only loads needs none)
 
     with Writer(path, codec=codec) as w:
         for name, tensor in state_dict.items():

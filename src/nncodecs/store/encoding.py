@@ -54,11 +54,17 @@ def shard(chunks: Iterable[bytes], per: int) -> bytearray:
 
 
 def objects(
-    arr: np.ndarray, tmpl: Template, chunks: tuple[int, ...], shards: tuple[int, ...] | None
+    arr: np.ndarray,
+    tmpl: Template,
+    chunks: tuple[int, ...],
+    shards: tuple[int, ...] | None,
+    first: int = 0,
 ) -> Iterator[tuple[str, bytes | bytearray]]:
     """(key relative to the array, bytes) of each stored object of ``arr`` (C-contiguous,
     little-endian), in grid order: one at a time, so a large tensor never has its
-    whole compressed copy in memory."""
+    whole compressed copy in memory. ``first``: the grid index of ``arr``'s first
+    object, where ``arr`` is a slab of whole objects (shards, or chunks) of a larger
+    array that starts there; its last object is padded as the array's last."""
     encode = tmpl.encode
     if arr.size == 0:
         return
@@ -70,9 +76,12 @@ def objects(
     count = math.ceil(arr.shape[0] / rows)
     if shards is None:
         for i in range(count):
-            yield f"c/{i}{tail}", encode(_chunk(arr, i * rows, rows))
+            yield f"c/{first + i}{tail}", encode(_chunk(arr, i * rows, rows))
         return
     per = int(shards[0]) // rows
     for s in range(math.ceil(count / per)):
         inner = range(s * per, min(count, (s + 1) * per))
-        yield f"c/{s}{tail}", shard((encode(_chunk(arr, i * rows, rows)) for i in inner), per)
+        yield (
+            f"c/{first + s}{tail}",
+            shard((encode(_chunk(arr, i * rows, rows)) for i in inner), per),
+        )

@@ -1,0 +1,139 @@
+"""The task API (nncodecs.container.tasks, .series): one container written by several
+processes at once, each task returning a record, one commit taking them all."""
+
+from __future__ import annotations
+
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zarr
+from harness import np_dtype, row_scaled, weights_like
+
+from nncodecs import Reader
+from nncodecs.container import series, tasks
+
+
+def _model() -> dict[str, np.ndarray]:
+    return {
+        "big": row_scaled("float32", 640, 96, seed=1),  # sharded at a small chunk size
+        "bf16": weights_like("bfloat16", 3000, seed=2).reshape(100, 30),
+        "e4m3": weights_like("float8_e4m3fn", 999, seed=3),
+        "scalar": np.array(3.5, np.float32),
+        "empty": np.zeros((0, 4), np.float16),
+        "ints": np.arange(77, dtype=">i4"),  # big-endian rows: stored little-endian
+    }
+
+
+def _slab(target: str, p: tasks.TensorPlan, start: int, stop: int) -> tasks.SlabRecord:
+    """One task in a worker process: it rebuilds the rows it writes from their name."""
+    arr = _model()[p.name]
+    return tasks.write_rows(target, p, start, stop, arr[start:stop] if arr.ndim else arr)
+
+
+def _write(target: Path, codec: str, chunk_bytes: int = 4096) -> list[tasks.TensorPlan]:
+    model = _model()
+    plans = [tasks.plan(n, a.dtype, a.shape, codec, chunk_bytes) for n, a in model.items()]
+    tasks.begin(str(target), {"run": "7"})
+    jobs = [(str(target), p, *s) for p in plans for s in p.slabs(task_bytes=1)]
+    # (a task a slab: "big" has four shards, but a raw tensor is one chunk; "empty" none)
+    assert len(plans[0].slabs(task_bytes=1)) == (1 if codec == "raw" else 4)
+    assert not plans[4].slabs()
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(2, mp_context=context) as pool:
+        records = list(pool.map(_slab, *zip(*jobs, strict=True)))
+    tasks.commit(str(target), plans, reversed(records), {"run": "7"})  # (any order)
+    return plans
+
+
+@pytest.mark.parametrize("codec", ["auto", "zstd", "raw"])
+def test_processes_write_one_container(tmp_path: Path, codec: str) -> None:
+    target = tmp_path / "m.zarr"
+    _write(target, codec)
+    model = _model()
+    with Reader(target) as r:
+        assert list(r) == list(model)
+        assert r.metadata == {"run": "7"}
+        r.verify()  # (every chunk there, CRC32C records where the codec has none)
+        for name, arr in model.items():
+            got = r.read_tensor(name)
+            assert got.shape == arr.shape
+            assert got.tobytes() == arr.astype(arr.dtype.newbyteorder("<")).tobytes()
+            if codec in ("zstd", "raw"):
+                assert r.tensor_attrs(name)["crc32c"] >= 0
+    group = zarr.open_group(str(target), mode="r")  # plain Zarr reads it too
+    assert np.array_equal(group["big"][:], model["big"])
+    assert group["big"].shards is not None or codec == "raw"
+
+
+def test_nothing_shows_before_the_commit(tmp_path: Path) -> None:
+    target = tmp_path / "m.zarr"
+    p = tasks.plan("w", np.float32, (64, 8), chunk_bytes=256)
+    tasks.begin(str(target))
+    records = [tasks.write_rows(str(target), p, a, b, np.ones((b - a, 8), np.float32))
+               for a, b in p.slabs(task_bytes=1)]  # fmt: skip
+    with Reader(target) as r:
+        assert list(r) == []
+    with pytest.raises(ValueError, match="never written"):
+        tasks.commit(str(target), [p], records[:-1])
+    with pytest.raises(ValueError, match="never written"):
+        tasks.commit(str(target), [p], records[1:])
+    with Reader(target) as r:
+        assert list(r) == []  # (a refused commit wrote nothing)
+    other = tasks.plan("v", np.float32, (2,))
+    with pytest.raises(ValueError, match="no plan names"):
+        tasks.commit(str(target), [other], records)
+    with pytest.raises(ValueError, match="overlap"):
+        tasks.commit(str(target), [p], [records[0], *records, tasks.SlabRecord("w", 0, 16, 0, 0)])
+    tasks.commit(str(target), [p], records + records[:1])  # (a retried task: the same record)
+    with Reader(target) as r:
+        assert np.array_equal(r.read_tensor("w"), np.ones((64, 8), np.float32))
+
+
+def test_bad_tasks_are_refused(tmp_path: Path) -> None:
+    target = str(tmp_path / "m.zarr")
+    tasks.begin(target)
+    p = tasks.plan("w", np.float32, (64, 8), chunk_bytes=256)  # 8 rows a chunk
+    with pytest.raises(ValueError, match="not whole stored objects"):
+        tasks.write_rows(target, p, 3, 11, np.zeros((8, 8), np.float32))
+    with pytest.raises(ValueError, match="not whole stored objects"):
+        tasks.write_rows(target, p, 0, 65, np.zeros((65, 8), np.float32))
+    with pytest.raises(ValueError, match="have shape"):
+        tasks.write_rows(target, p, 0, 8, np.zeros((8, 7), np.float32))
+    with pytest.raises(TypeError, match="plan says dtype"):
+        tasks.write_rows(target, p, 0, 8, np.zeros((8, 8), np.float64))
+    with pytest.raises(TypeError):
+        tasks.plan("c", np.complex64, (2,))
+    with pytest.raises(ValueError):
+        tasks.plan("w", np.float32, (2,), codec="gzip")
+    with pytest.raises(FileExistsError):
+        tasks.begin(target)  # (an existing output is never written over)
+
+
+def test_series_tasks(tmp_path: Path) -> None:
+    """Whole-tensor tasks of a series: a duplicate and a difference against the
+    checkpoint before, committed with records as the slabs' are."""
+    first, second = str(tmp_path / "a.zarr"), str(tmp_path / "b.zarr")
+    w = row_scaled("bfloat16", 64, 32, seed=4)
+    moved = (w.astype(np.float32) + np.float32(1e-3)).astype(np_dtype("bfloat16"))
+    same = weights_like("float16", 500, seed=5)
+    plans = [tasks.plan("w", w.dtype, w.shape), tasks.plan("s", same.dtype, same.shape)]
+    tasks.begin(first)
+    before = [series.write_tensor(first, plans[0], w), series.write_tensor(first, plans[1], same)]
+    tasks.commit(first, plans, before)
+    tasks.begin(second)
+    chained = series.Series(second, first, before[0], lambda: w)  # (read only if needed)
+    duplicate = series.Series(second, first, same=before[1])
+    after = [
+        series.write_tensor(second, plans[0], moved, chained),
+        series.write_tensor(second, plans[1], same, duplicate),
+    ]
+    tasks.commit(second, plans, after)
+    assert after[1].origin == (first, "s", 0) and after[1].depth == 1
+    with Reader(second) as r:
+        assert r.references()  # (it reads through the container before it)
+        assert r.read_tensor("w").tobytes() == moved.tobytes()
+        assert r.read_tensor("s").tobytes() == same.tobytes()
+        assert r.tensor_attrs("s")["duplicate"] is True
