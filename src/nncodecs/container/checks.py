@@ -17,7 +17,7 @@ from nncodecs.errors import CorruptDataError
 from nncodecs.frame.weights import CODEC_ID
 from nncodecs.store import storage
 
-__all__ = ["check_crc", "check_size", "chunk_frames"]
+__all__ = ["check_crc", "check_size", "chunk_frames", "member_problems", "named_error"]
 
 #: Tensors up to this size are read without checking their declared size first.
 _SIZE_CHECK_FROM = 64 << 20
@@ -34,6 +34,48 @@ _RATIO_CHECK = 64
 #: first error, and a forged run of 65,536 left Zarr's pending lookups slowing the exit.
 _FREE_CHUNKS = 1 << 12
 _MISSING_AT_MOST = 1024
+
+
+#: (with other keys than nncodecs writes, the checks could not see chunks Zarr misses)
+_KEYS = "its chunk key encoding is not Zarr's default, which nncodecs writes"
+_UNRECORDED = "no record of its chunks, which every tensor of this container has"
+
+
+def member_problems(
+    name: str, kind: str, arrays: list[tuple[Any, Any]], records: bool
+) -> tuple[str | None, dict[str, Any]]:
+    """How a tensor's arrays (``(array, its nncodecs attributes)``) contradict their
+    records (the first problem; ``records``: the container says every tensor has
+    them), and the store's checks of those whose every chunk is recorded (by path)."""
+    from nncodecs.store.files import Strict
+
+    found, strict = None, {}
+    for z, zattrs in arrays:
+        every = isinstance(zattrs, dict) and zattrs.get("chunks") == layout.CHUNKS_ALL
+        problem = (
+            layout.shape_problem(z, zattrs)
+            or storage.other_index(z)
+            or (_UNRECORDED if records and not every else None)
+            or (_KEYS if every and not storage.default_keys(z) else None)
+        )
+        if problem is not None and found is None:
+            part = "" if kind == "dense" else f" ({z.basename})"
+            found = f"tensor {name!r}{part}: {problem}"
+        grid = storage.grid(z) if every else None
+        if grid is not None:
+            strict[z.path] = Strict(name, grid)
+    return found, strict
+
+
+def named_error(where: str, name: Any, exc: Exception) -> CorruptDataError:
+    """``exc`` as a CorruptDataError saying ``<container>: tensor '<name>': what`` (or
+    ``kept file '<name>'`` for a kept file's key)."""
+    msg = str(exc).removeprefix(f"{where}: ")
+    what = f"tensor {name!r}" if isinstance(name, str) else f"kept file {name[1]!r}"
+    if not msg.startswith(("tensor ", "kept file ")):
+        msg = f"{what}: {msg}"
+    msg = msg.replace(f"tensor {name!r}", what)
+    return CorruptDataError(f"{where}: {msg}")
 
 
 def check_crc(name: str, z: Any, value: Any, part: str | None = None) -> None:

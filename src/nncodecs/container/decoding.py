@@ -21,7 +21,7 @@ from nncodecs.errors import CorruptDataError
 from nncodecs.frame.weights import CODEC_ID, decode_weights
 from nncodecs.store import storage
 
-__all__ = ["read_weights", "weights_pieces"]
+__all__ = ["read_weights", "tensor_pieces", "weights_pieces"]
 
 #: Stored objects covering about this many bytes of the array are read at once.
 #: (32 MiB, then 8: decompressing the generated 1 GiB model peaked at 154, then 134
@@ -148,3 +148,23 @@ def read_on_device(r: Any, name: str, z: Any, to: str, device: str) -> Any:
         return decode_chunks_on_device(device, frames, z.dtype, chunk_nbytes, tuple(z.shape), to)
     except CorruptDataError as exc:
         raise CorruptDataError(f"tensor {name!r}: {exc}") from exc
+
+
+def tensor_pieces(r: Any, name: str, own: Any) -> Iterator[np.ndarray]:
+    """Reader ``r``'s dense tensor ``name`` as :meth:`nncodecs.Reader.read_pieces` gives
+    it (``own``: its array as its document declares it, ``None`` where Zarr's serves)."""
+    from nncodecs.container import layout
+    from nncodecs.container.checks import check_size
+
+    record = own.attrs.get(layout.ATTRS_KEY) if own is not None else None
+    if own is None or not isinstance(record, dict) or "crc32c" in record:
+        whole = r.read_tensor(name, check=True)
+        return iter([np.ascontiguousarray(whole).reshape(-1).view(np.uint8)])
+
+    def pieces() -> Iterator[np.ndarray]:
+        with r.as_corrupt(name):
+            if math.prod(own.shape):
+                check_size(own, r.chunk_reads)
+            yield from weights_pieces(own, r.is_strict(own.path))
+
+    return pieces()

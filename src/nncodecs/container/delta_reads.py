@@ -29,76 +29,51 @@ from nncodecs.errors import CorruptDataError, ReferenceProblemError
 from nncodecs.store.files import local_target
 from nncodecs.store.zarr_nodes import array_from_doc
 
-__all__ = ["DeltaArray", "DeltaReads"]
+__all__ = ["DeltaArray", "DeltaReader"]
 
 #: Deepest chain a Reader follows (a container's own bound is its writer's max_chain;
 #: this stops a forged or cyclic one).
 MAX_FOLLOW = delta.MAX_FOLLOW
 
 
-class DeltaReads:
-    """The Reader's part that follows references."""
+class DeltaReader:
+    """What a Reader holds to follow its tensors' references: the references allowed,
+    the Readers of the containers they lead to, each delta tensor's configuration.
 
-    _where: str
-    _entries: dict[Any, Any]
+    It reaches its Reader (``host``) only through the Reader's internal interface
+    (``member``, ``corrupt``, ``as_corrupt``, ``chunk_reads``, ``is_strict``,
+    ``zarr_store``, ``tensor_attrs``, ``read_link``), never its private state."""
 
-    def _init_references(self, target: Any, references: Any, chain: tuple[str, ...]) -> None:
+    def __init__(self, host: Any, target: Any, references: Any, chain: tuple[str, ...]) -> None:
+        self._r = host
         self._target = target
-        self._allowed = allowed_references(references)
+        self.allowed = allowed_references(references)
         self._references_arg = references
         self._chain = chain if chain else (_place(target),)
         self._ref_readers: dict[str, Any] = {}
         self._deltas: dict[str, dict[str, Any] | None] = {}
         self._places: dict[str, str] = {}
 
-    # ---- what the Reader gives nncodecs' own modules (a reference's reader, a Writer
-    # reading its references, the device path): no private attribute of a Reader is
-    # read from outside it (ruff's SLF001) ----
-
-    def tensor_attrs(self, name: Any) -> Any:
-        """A tensor's (or kept file's) nncodecs attributes, as its document records them."""
-        return self._entries[name].attrs
-
-    @property
-    def reference_roots(self) -> Any:
-        """Where this Reader's tensors may find their references (the ``references``
-        it was given, as :func:`allowed_references` reads them)."""
-        return self._allowed
-
-    @property
-    def chunk_reads(self) -> Any:
-        """What whole reads read chunks through: the local files, else the Zarr store."""
-        return self._reads  # type: ignore[attr-defined]
-
-    def corrupt(self, name: Any, exc: Exception) -> Exception:
-        """``exc`` as this container's error about tensor ``name``."""
-        return self._error(name, exc)  # type: ignore[attr-defined]
-
-    def read_link(self, tensor: str, check: bool) -> Any:
-        """A tensor read as the reference of another's delta: a delta itself is read as a
-        link of its chain (its records checked; its result is checked at the top)."""
-        further = self._delta_of(tensor)
-        if further is None:
-            return self.read_tensor(tensor, check=check)  # type: ignore[attr-defined]
-        self._check(tensor)  # type: ignore[attr-defined]
-        return self._read_delta(tensor, further, "numpy", check, top=False)
+    def config(self, name: Any) -> dict[str, Any] | None:
+        """A dense tensor's delta configuration (``None``: stored whole)."""
+        return self._delta_of(name)
 
     def _delta_of(self, name: Any) -> dict[str, Any] | None:
         """A dense tensor's delta configuration (``None``: stored whole)."""
         if name not in self._deltas:
-            member = self._entries[name]
+            member = self._r.member(name)
             found = None
             if member.layout == "dense":
                 doc = member.doc if member.doc is not None else _doc_of(member.node)
                 try:
                     found = delta.delta_config(doc)
                 except CorruptDataError as exc:
-                    raise self._error(name, exc) from None  # type: ignore[attr-defined]
+                    raise self._r.corrupt(name, exc) from None
                 if found is not None:
                     try:
                         depth = delta.record_depth(member.attrs, True)
                     except CorruptDataError as exc:
-                        raise self._error(name, exc) from None  # type: ignore[attr-defined]
+                        raise self._r.corrupt(name, exc) from None
                     found = {**found, "doc": doc, "depth": depth}
             self._deltas[name] = found
         return self._deltas[name]
@@ -110,7 +85,7 @@ class DeltaReads:
         what = f"its reference {tensor!r} of {recorded!r}"
         try:
             if recorded not in self._places:  # (resolved once a place: paths resolve by stat)
-                self._places[recorded] = resolve_reference(self._target, recorded, self._allowed)
+                self._places[recorded] = resolve_reference(self._target, recorded, self.allowed)
             where = self._places[recorded]
         except ReferenceProblemError as exc:
             raise self._fail(name, str(exc)) from None
@@ -124,8 +99,8 @@ class DeltaReads:
                                  "this chain of references)")  # fmt: skip
             if len(self._chain) > MAX_FOLLOW:
                 raise self._fail(name, f"{what}: a chain of references over {MAX_FOLLOW} deep")
-            try:  # (a Reader like this one: type(self), not an import of reader.py)
-                self._ref_readers[where] = type(self)(
+            try:  # (a Reader like its own: type(host), not an import of reader.py)
+                self._ref_readers[where] = type(self._r)(
                     where, references=self._references_arg, _chain=(*self._chain, key)
                 )
             except (OSError, ValueError) as exc:
@@ -136,7 +111,7 @@ class DeltaReads:
         return reader, tensor
 
     def _fail(self, name: str, why: str) -> ReferenceProblemError:
-        err = self._error(name, CorruptDataError(why))  # type: ignore[attr-defined]
+        err = self._r.corrupt(name, CorruptDataError(why))
         return ReferenceProblemError(str(err))
 
     def _checked_reference(self, name: str, config: dict[str, Any]) -> tuple[Any, str]:
@@ -158,9 +133,9 @@ class DeltaReads:
         if "coded" not in config:
             coded_doc = delta.coded_doc(config["doc"], config)
             try:
-                own = declared(self._reads, self._entries[name].path, coded_doc)  # type: ignore[attr-defined]
+                own = declared(self._r.chunk_reads, self._r.member(name).path, coded_doc)
             except CorruptDataError as exc:
-                raise self._error(name, exc) from None  # type: ignore[attr-defined]
+                raise self._r.corrupt(name, exc) from None
             if own is None:
                 raise self._fail(name, "its coded bits are not laid out as nncodecs writes them")
             config["coded"] = own
@@ -180,21 +155,21 @@ class DeltaReads:
 
         if not math.prod(own.shape):
             return np.empty(own.shape, own.dtype)
-        with self._as_corrupt(name):  # type: ignore[attr-defined]
-            check_size(own, self._reads)  # type: ignore[attr-defined]
-            value = read_weights(own, own.path in self._files.strict, undo)  # type: ignore[attr-defined]
+        with self._r.as_corrupt(name):
+            check_size(own, self._r.chunk_reads)
+            value = read_weights(own, self._r.is_strict(own.path), undo)
         if value is None:
             raise self._fail(name, "its coded bits are not laid out as nncodecs writes them")
         return value
 
-    def _delta_as_declared(self, name: str) -> Declared | None:
+    def as_declared(self, name: str) -> Declared | None:
         """For a delta tensor's checks: its coded bits' array with the tensor's dtype."""
         config = self._delta_of(name)
         if config is None:
             return None
         return dataclasses.replace(self._coded(name, config), dtype=doc_dtype(config["doc"]))
 
-    def _read_delta(
+    def read(
         self, name: str, config: dict[str, Any], to: str, check: bool, top: bool = True
     ) -> Any:
         """A delta tensor read whole; ``top``: the one asked for (not a link of the chain
@@ -202,7 +177,7 @@ class DeltaReads:
         ``check``)."""
         doc = config["doc"]
         own = self._coded(name, config)
-        record = self._entries[name].attrs
+        record = self._r.member(name).attrs
         self._check_records(name, config, record)
         reader, tensor = self._checked_reference(name, config)
         self._check_kind(name, config, reader, tensor, own.shape)
@@ -255,9 +230,11 @@ class DeltaReads:
             raise self._fail(name, f"its reference {tensor!r} is {info.dtype}"
                              f"{list(info.shape)}, it is {dtype}{list(shape)}")  # fmt: skip
 
-    def _delta_array(self, name: str, config: dict[str, Any]) -> DeltaArray:
-        member = self._entries[name]
-        coded = array_from_doc(self._store, member.path, delta.coded_doc(config["doc"], config))  # type: ignore[attr-defined]
+    def array(self, name: str, config: dict[str, Any]) -> DeltaArray:
+        member = self._r.member(name)
+        coded = array_from_doc(
+            self._r.zarr_store, member.path, delta.coded_doc(config["doc"], config)
+        )
         self._check_records(name, config, member.attrs)
         reader, tensor = self._checked_reference(name, config)
         self._check_kind(name, config, reader, tensor, coded.shape)
@@ -266,7 +243,7 @@ class DeltaReads:
         try:
             if not hashed and not config.get("verified"):
                 # (no hash recorded to stand for its bits: checked whole once, then sliced)
-                self._read_delta(name, config, "numpy", False)
+                self.read(name, config, "numpy", False)
                 config["verified"] = True
             base = reader[tensor]
         except ReferenceProblemError:
@@ -277,21 +254,22 @@ class DeltaReads:
         return DeltaArray(coded, base, config["transform"], doc_dtype(config["doc"]),
                           lambda why: self._fail(name, why), crc, chunk_crcs)  # fmt: skip
 
-    def _delta_to_device(self, name: str, to: str, device: str) -> Any:
+    def to_device(self, name: str, to: str, device: str) -> Any:
         from nncodecs.codecs.placement import host_to_device
 
-        value = self.read_tensor(name, check=True)  # type: ignore[attr-defined]
+        value = self._r.read_tensor(name, check=True)
         return host_to_device(device, value, value.shape, to)
 
-    def _close_references(self) -> None:
-        for reader in getattr(self, "_ref_readers", {}).values():
+    def close(self) -> None:
+        """Close the Readers of the references."""
+        for reader in self._ref_readers.values():
             reader.close()
 
     def references(self) -> dict[str, dict[str, Any]]:
         """Each tensor stored against another container's: {name: {"container",
         "tensor", "transform", "depth"}} (the container as recorded)."""
         out = {}
-        for name in self.keys():  # type: ignore[attr-defined]
+        for name in self._r:
             config = self._delta_of(name)
             if config is not None:
                 depth = config["depth"]

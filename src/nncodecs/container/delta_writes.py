@@ -26,7 +26,7 @@ from nncodecs.container.references import recorded_location, resolve_reference
 from nncodecs.errors import CorruptDataError, ReferenceProblemError
 from nncodecs.store import documents, encoding
 
-__all__ = ["DeltaWrites", "against", "delta_objects", "not_on_a_chain"]
+__all__ = ["DeltaWriter", "against", "delta_objects", "not_on_a_chain"]
 
 _WEIGHTS_CODECS = ("auto", "rans", "huffman")
 
@@ -54,18 +54,21 @@ class _Ref:
             self._reader.close()
 
 
-class DeltaWrites:
-    """The Writer's part that stores tensors against references."""
+class DeltaWriter:
+    """What a Writer holds to store tensors against references: the references,
+    opened on first use, and the index of their tensors' hashes. It writes nothing
+    itself: :meth:`against_reference` hands the Writer the objects and document."""
 
-    _refs: list[_Ref]
-    _index: dict[str, tuple[_Ref, str, int]] | None
-    max_chain: int
-    hashes: bool
-    dedup: bool
-
-    def _init_references(
-        self, target: Any, reference: Any, max_chain: int, hashes: bool, dedup: bool = True
+    def __init__(
+        self,
+        target: Any,
+        reference: Any,
+        max_chain: int,
+        hashes: bool,
+        dedup: bool = True,
+        chunk_bytes: int = layout.CHUNK_BYTES,
     ) -> None:
+        self.chunk_bytes = int(chunk_bytes)
         if reference is None:
             refs: list[Any] = []
         elif isinstance(reference, list | tuple):
@@ -81,11 +84,12 @@ class DeltaWrites:
         not_on_a_chain(target, refs)
         self._more: list[_Ref] = []  # (the containers duplicates were followed to)
         self._target = target
-        self._index = None if dedup else {}
+        self._index: dict[str, tuple[_Ref, str, int]] | None = None if dedup else {}
         self.hashes = bool(hashes) or bool(self._refs)
 
-    def _close_references(self) -> None:
-        for ref in getattr(self, "_refs", []) + getattr(self, "_more", []):
+    def close(self) -> None:
+        """Close the references' Readers."""
+        for ref in self._refs + self._more:
             ref.close()
 
     def _dedup_index(self) -> dict[str, tuple[_Ref, str, int]]:
@@ -152,20 +156,22 @@ class DeltaWrites:
         self._more.append(_Ref(where, recorded_location(self._target, where), self._named))
         return self._more[-1]
 
-    def _tensor_hash(self, arr: np.ndarray, attrs: dict[str, Any]) -> str | None:
+    def tensor_hash(self, arr: np.ndarray, attrs: dict[str, Any]) -> str | None:
+        """Record ``arr``'s SHA-256 and depth 0 in ``attrs`` where hashes are kept."""
         if not self.hashes or delta.bits_dtype(arr.dtype) is None:
             return None
         attrs["sha256"] = digest = delta.sha256(arr)
         attrs["depth"] = 0
         return digest
 
-    def _against_reference(
+    def against_reference(
         self, name: str, node: str, arr: np.ndarray, codec: str, attrs: dict, dims: Any
-    ) -> bool:
-        """Write ``arr`` as a duplicate or delta where that pays (True), else nothing."""
+    ) -> tuple[Any, dict[str, Any]] | None:
+        """``arr`` as a duplicate or delta where that pays: its objects (an iterator of
+        (key, bytes)) and document, for the Writer to write; else ``None``."""
         digest = attrs.get("sha256")
         if digest is None or codec not in _WEIGHTS_CODECS or not self._refs:
-            return False
+            return None
         found = self._dedup_index().get(digest)
         if found is not None and found[2] < self.max_chain:
             ref, tname, depth = found
@@ -178,17 +184,16 @@ class DeltaWrites:
                 oattrs = ref.reader.tensor_attrs(tname)
                 if not (isinstance(oattrs, dict) and isinstance(oattrs.get("sha256"), str)):
                     where["crc32c"] = delta.crc32c(arr)  # (no record there: a read checks this)
-                self._write_delta(node, arr, coded, "xor", where, codec, attrs, dims, depth)
-                return True
+                return self._delta(node, arr, coded, "xor", where, codec, attrs, dims, depth)
         first = self._refs[0]
         r = first.reader
         if name not in r or r.layout(name) != "dense":
-            return False
+            return None
         rattrs = r.tensor_attrs(name)
         depth = self._depth(first, name)
         info = r.info(name)
         if depth >= self.max_chain or tuple(info.shape) != arr.shape or info.dtype != arr.dtype:
-            return False
+            return None
         ref_hash = rattrs.get("sha256") if isinstance(rattrs, dict) else None
         where = {"container": first.recorded, "tensor": name}
         base = None if ref_hash == digest else r.read_tensor(name)  # (the same: not read)
@@ -201,30 +206,17 @@ class DeltaWrites:
         else:
             found_delta = against(arr, base, codec)
             if found_delta is None:
-                return False
+                return None
             transform, coded = found_delta
-        self._write_delta(node, arr, coded, transform, where, codec, attrs, dims, depth)
-        return True
+        return self._delta(node, arr, coded, transform, where, codec, attrs, dims, depth)
 
-    def _write_delta(
+    def _delta(
         self, node: str, arr: np.ndarray, coded: np.ndarray, transform: str,
         where: dict[str, str], codec: str, attrs: dict, dims: Any, depth: int,
-    ) -> None:  # fmt: skip
+    ) -> tuple[Any, dict[str, Any]]:  # fmt: skip
         attrs["depth"] = depth + 1
-        objects, doc = delta_objects(
-            node,
-            arr,
-            coded,
-            transform,
-            where,
-            codec,
-            self.chunk_bytes,
-            attrs,
-            dims,  # type: ignore[attr-defined]
-        )
-        for key, data in objects:
-            self._objects.object(key, data)  # type: ignore[attr-defined]
-        self._queue_doc(node, doc)  # type: ignore[attr-defined]
+        args = (where, codec, self.chunk_bytes, attrs, dims)
+        return delta_objects(node, arr, coded, transform, *args)
 
 
 def against(arr: np.ndarray, base: np.ndarray, codec: str) -> tuple[str, np.ndarray] | None:

@@ -25,6 +25,7 @@ __all__ = [
     "FILES_NODE",
     "HIDDEN",
     "check_file_name",
+    "check_new_file",
     "check_pieces",
     "clashes",
     "kept_entries",
@@ -129,3 +130,17 @@ def clashes(name: str, names: Any) -> str | None:
         if other.startswith(name + "/") or name.startswith(other + "/"):
             return other
     return None
+
+
+def check_new_file(name: Any, hidden: bool, names: Any) -> str:
+    """A new kept file's name, checked: a valid relative path, hidden (under HIDDEN,
+    nncodecs' own) or not as asked, and none of ``names`` nor beside one as its
+    directory."""
+    is_hidden = isinstance(name, str) and name.startswith(HIDDEN)
+    if hidden and not is_hidden:
+        raise ValueError(f"a hidden file's name starts with {HIDDEN}, got {name!r}")
+    if is_hidden and not hidden:
+        raise ValueError(f"kept file {name!r}: names under {HIDDEN} are nncodecs' own")
+    if check_file_name(name) in names or clashes(name, names):
+        raise ValueError(f"kept file {name!r}: already in the container, or as a directory")
+    return name

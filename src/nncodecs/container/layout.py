@@ -48,11 +48,13 @@ __all__ = [
     "check_codec",
     "check_container",
     "check_container_attrs",
+    "check_metadata",
     "chunking",
     "codec_settings",
     "committed",
     "committed_from_docs",
     "open_container",
+    "root_attrs",
     "shape_problem",
     "shape_records",
     "tensor_name",
@@ -147,6 +149,32 @@ def chunking(
     if shape[0] > rows * CHUNKS_PER_SHARD:
         out["shards"] = (rows * CHUNKS_PER_SHARD, *chunks[1:])
     return out
+
+
+def check_metadata(metadata: dict[Any, Any]) -> None:
+    """A model's metadata: strings to strings (else ``TypeError`` naming the others)."""
+    bad = {k: v for k, v in metadata.items() if not (isinstance(k, str) and isinstance(v, str))}
+    if bad:
+        raise TypeError(f"metadata keys and values must be strings, got {bad!r}")
+
+
+def root_attrs(
+    order: list[str], metadata: dict[str, str], records: bool = True, files: Any = None
+) -> dict[str, Any]:
+    """The group's attributes: the format, the tensor order, the metadata, the
+    ``records`` flag where every tensor carries its records, the kept files' nodes."""
+    check_metadata(metadata)
+    attrs: dict[str, Any] = {
+        "format": FORMAT,
+        "version": VERSION,
+        "tensors": list(order),
+        "metadata": dict(metadata),
+    }
+    if records:
+        attrs["records"] = RECORDS
+    if files:
+        attrs["files"] = dict(files)
+    return {ATTRS_KEY: attrs}
 
 
 def check_container(group: Any) -> dict[str, Any]:

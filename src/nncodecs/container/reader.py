@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import threading
 from collections.abc import Iterator
 from typing import Any, Self
 
@@ -12,23 +11,22 @@ import numpy as np
 
 from nncodecs.container import layout
 from nncodecs.container.arrays import convert, dask_array
-from nncodecs.container.checks import check_crc, check_size
+from nncodecs.container.checks import check_crc, check_size, member_problems, named_error
 from nncodecs.container.composite import assemble
 from nncodecs.container.declared import Declared, declared
-from nncodecs.container.decoding import read_on_device, read_weights, weights_pieces
-from nncodecs.container.delta_reads import DeltaReads
+from nncodecs.container.decoding import read_on_device, read_weights, tensor_pieces
+from nncodecs.container.delta_reads import DeltaReader
 from nncodecs.container.kept import HIDDEN, check_pieces, kept_key
 from nncodecs.container.tensor_info import TensorInfo, info_from_doc, info_from_node
 from nncodecs.errors import CorruptDataError, raised_by_nncodecs
 from nncodecs.frame import set_threads
 from nncodecs.gcpause import collector_paused
-from nncodecs.store import storage
-from nncodecs.store.files import Strict, local_target, open_local
+from nncodecs.store.reading import OpenedTarget
 
 __all__ = ["Reader", "TensorInfo"]
 
 
-class Reader(DeltaReads):
+class Reader:
     """Open an nncodecs container for reading.
 
     ``r["name"]`` is the tensor's Zarr array: slicing it reads only the chunks
@@ -48,10 +46,9 @@ class Reader(DeltaReads):
     ) -> None:  # fmt: skip
         if threads is not None:
             set_threads(threads)
-        self._init_references(target, references, _chain)
         self._closed = False
-        self._base, self._zarr, self._owned, self._lock = None, None, True, threading.Lock()
-        self._sizes: dict[str, int] | None = None
+        # (what follows the references of tensors stored against other containers)
+        self._deltas = DeltaReader(self, target, references, _chain)
         # (collections paused: a zip's directory made opening 5,000 tensors 0.17-0.35 s, not 0.1)
         with collector_paused():
             self._open(target, storage_options)
@@ -62,17 +59,11 @@ class Reader(DeltaReads):
         self._declared: dict[str, Declared | None] = {}
 
     def _open(self, target: Any, storage_options: dict | None) -> None:
-        local = local_target(target) if storage_options is None else None
-        if local is not None:
-            self._files, self._where = open_local(local), str(target)
-        else:
-            from nncodecs.store.opening import describe_target, files_of, open_store
-
-            self._base, self._owned = open_store(target, "r", storage_options)
-            self._where, self._files = describe_target(target), files_of(self._base)
+        self._io = OpenedTarget(target, storage_options, self._check_open)
+        self._files, self._where = self._io.files, self._io.where
         try:
-            root = (lambda: self._files.read_meta("zarr.json")) if self._files.local else None
-            _, attrs, self._entries = layout.open_container(self._store, self._where, root)
+            root = self._io.root()
+            _, attrs, self._entries = layout.open_container(self.zarr_store, self._where, root)
         except BaseException:
             self.close()
             raise
@@ -80,23 +71,51 @@ class Reader(DeltaReads):
         self._order = layout.tensor_order(attrs, self._entries)
         self._records = attrs.get("records") == layout.RECORDS  # (every array records them)
 
-    def _store(self) -> Any:
+    def zarr_store(self) -> Any:
         """The Zarr store every Zarr object of this Reader reads through (a CheckedStore
         sharing this Reader's checks), made on first use."""
-        with self._lock:
-            if self._zarr is None:
-                self._check_open()
-                from nncodecs.store.opening import CheckedStore, zarr_store
+        return self._io.zarr_store()
 
-                if self._base is None:
-                    self._base = zarr_store(self._files)
-                self._zarr = CheckedStore(self._base, self._files)
-            return self._zarr
+    # ---- what the Reader gives nncodecs' own modules (its delta reader, a reference's
+    # reader, a Writer reading its references, the device path): no private attribute
+    # of a Reader is read from outside it (ruff's SLF001) ----
 
     @property
-    def _reads(self) -> Any:
+    def chunk_reads(self) -> Any:
         """What whole reads read chunks through: the local files, else the Zarr store."""
-        return self._files if self._files.local else self._store()
+        return self._io.chunk_reads
+
+    def member(self, name: Any) -> Any:
+        """A tensor's (or kept file's) entry: its node, layout, document, attributes."""
+        return self._entries[name]
+
+    def tensor_attrs(self, name: Any) -> Any:
+        """A tensor's (or kept file's) nncodecs attributes, as its document records them."""
+        return self._entries[name].attrs
+
+    def is_strict(self, path: str) -> bool:
+        """Whether every chunk of the array at ``path`` is recorded (none may be missing)."""
+        return path in self._files.strict
+
+    @property
+    def reference_roots(self) -> Any:
+        """Where this Reader's tensors may find their references (the ``references`` it
+        was given, as :func:`allowed_references` reads them)."""
+        return self._deltas.allowed
+
+    def read_link(self, tensor: str, check: bool) -> Any:
+        """A tensor read as the reference of another's delta: a delta itself is read as a
+        link of its chain (its records checked; its result is checked at the top)."""
+        further = self._deltas.config(tensor)
+        if further is None:
+            return self.read_tensor(tensor, check=check)
+        self._check(tensor)
+        return self._deltas.read(tensor, further, "numpy", check, top=False)
+
+    def references(self) -> dict[str, dict[str, Any]]:
+        """Each tensor stored against another container's: {name: {"container",
+        "tensor", "transform", "depth"}} (the container as recorded)."""
+        return self._deltas.references()
 
     def _declared_of(self, name: str) -> Declared | None:
         """A dense weights tensor's array as its document declares it (see
@@ -104,11 +123,12 @@ class Reader(DeltaReads):
         if name not in self._declared:
             member = self._entries[name]
             found = None
-            if member.layout == "dense" and member.doc is not None and not self._delta_of(name):
+            whole = not self._deltas.config(name)  # (a delta's document declares its coded bits)
+            if member.layout == "dense" and member.doc is not None and whole:
                 try:
-                    found = declared(self._reads, member.path, member.doc)
+                    found = declared(self.chunk_reads, member.path, member.doc)
                 except CorruptDataError as exc:
-                    raise self._error(name, exc) from None
+                    raise self.corrupt(name, exc) from None
             self._declared[name] = found
         return self._declared[name]
 
@@ -116,18 +136,12 @@ class Reader(DeltaReads):
         """Whether a tensor's Zarr metadata contradicts its records, and the arrays
         whose every chunk is recorded (for the store's checks)."""
         member = self._entries[name]
-        own = self._declared_of(name) or self._delta_as_declared(name)
-        for z, zattrs in member.arrays if own is None else [(own, member.attrs)]:
-            every = isinstance(zattrs, dict) and zattrs.get("chunks") == layout.CHUNKS_ALL
-            problem = (layout.shape_problem(z, zattrs) or storage.other_index(z)
-                       or (_UNRECORDED if self._records and not every else None)
-                       or (_KEYS if every and not storage.default_keys(z) else None))  # fmt: skip
-            if problem is not None and name not in self._damaged:
-                part = "" if member.layout == "dense" else f" ({z.basename})"
-                self._damaged[name] = f"tensor {name!r}{part}: {problem}"
-            grid = storage.grid(z) if every else None
-            if grid is not None:
-                self._files.strict[z.path] = Strict(name, grid)
+        own = self._declared_of(name) or self._deltas.as_declared(name)
+        arrays = member.arrays if own is None else [(own, member.attrs)]
+        problem, strict = member_problems(name, member.layout, arrays, self._records)
+        if problem is not None:
+            self._damaged.setdefault(name, problem)
+        self._files.strict.update(strict)
         self._checked.add(name)
 
     def keys(self) -> list[str]:
@@ -145,8 +159,8 @@ class Reader(DeltaReads):
 
     def __getitem__(self, name: str) -> Any:
         self._check(name)
-        if (config := self._delta_of(name)) is not None:  # (Zarr's cannot add the reference)
-            return self._delta_array(name, config)
+        if (config := self._deltas.config(name)) is not None:  # (Zarr's cannot add the reference)
+            return self._deltas.array(name, config)
         if "\\" in self._entries[name].path:  # (a node of an older container: Zarr reads
             raise CorruptDataError(  # its backslash as "/", and would read fill values)
                 f"{self._where}: tensor {name!r} lies under a node Zarr cannot address "
@@ -156,7 +170,7 @@ class Reader(DeltaReads):
         try:
             return self._entries[name].node
         except CorruptDataError as exc:  # (Zarr's parser refused its document)
-            raise self._error(name, exc) from None
+            raise self.corrupt(name, exc) from None
 
     def _check(self, name: str) -> None:
         """KeyError for a name not in the container; CorruptDataError for a tensor whose
@@ -168,7 +182,7 @@ class Reader(DeltaReads):
             try:
                 self._check_member(name)
             except CorruptDataError as exc:
-                raise self._error(name, exc) from None
+                raise self.corrupt(name, exc) from None
         if name in self._damaged:
             raise CorruptDataError(f"{self._where}: {self._damaged[name]}")
 
@@ -176,12 +190,6 @@ class Reader(DeltaReads):
         """``dense``, ``csr``, ``csc``, ``coo``, ``mxfp4``, ``nvfp4`` or ``records``."""
         self._check(name)
         return self._entries[name].layout
-
-    def _stored(self, path: str) -> int:
-        """Stored bytes of an array, from one listing of the store made on first use."""
-        if self._sizes is None:
-            self._sizes = storage.stored_sizes(self._files if self._files.local else self._base)
-        return self._sizes.get(path, 0)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -192,13 +200,13 @@ class Reader(DeltaReads):
         member = self._entries.get(name)
         if member is not None and member.doc is not None:
             try:  # (no Zarr array made: a model's thousands of tensors listed at once)
-                return info_from_doc(name, member.doc, member.attrs, self._stored(member.path))
+                return info_from_doc(name, member.doc, member.attrs, self._io.stored(member.path))
             except CorruptDataError as exc:
-                raise self._error(name, exc) from None
+                raise self.corrupt(name, exc) from None
         self[name]  # KeyError naming the tensor
         member = self._entries[name]
-        with self._as_corrupt(name):
-            return info_from_node(name, member.layout, member.node, member.attrs, self._stored)
+        with self.as_corrupt(name):
+            return info_from_node(name, member.layout, member.node, member.attrs, self._io.stored)
 
     def read_tensor(
         self, name: str, to: str = "numpy", device: str = "cpu", *, check: bool = False
@@ -228,8 +236,8 @@ class Reader(DeltaReads):
         if device != "cpu":
             return self._read_on_device(name, to, device)
         self._check(name)
-        if (config := self._delta_of(name)) is not None:
-            return self._read_delta(name, config, to, check)
+        if (config := self._deltas.config(name)) is not None:
+            return self._deltas.read(name, config, to, check)
         own = self._declared_of(name)
         if own is not None:  # (no Zarr array made: the weights codec's frames, read here)
             value = self._read_array(name, own)
@@ -255,30 +263,30 @@ class Reader(DeltaReads):
         try:
             check_crc(name, z, value, part)
         except CorruptDataError as exc:
-            raise self._error(name, exc) from None
+            raise self.corrupt(name, exc) from None
 
     def _read_array(self, name: str, z: Any) -> np.ndarray:
         """A whole array, its declared size checked against what is stored first."""
         if math.prod(z.shape) == 0:  # (zarr's z.size: a NumPy reduction, 14 us)
             return np.empty(z.shape, z.dtype)
-        with self._as_corrupt(name):
-            check_size(z, self._reads)
-            value = read_weights(z, z.path in self._files.strict)
+        with self.as_corrupt(name):
+            check_size(z, self.chunk_reads)
+            value = read_weights(z, self.is_strict(z.path))
             return z[...] if value is None else value
 
     @contextlib.contextmanager
-    def _as_corrupt(self, name: str) -> Iterator[None]:
+    def as_corrupt(self, name: str) -> Iterator[None]:
         """Errors of reading a tensor as CorruptDataError naming it and the container."""
         try:
             yield
         except CorruptDataError as exc:
-            raise self._error(name, exc) from None
+            raise self.corrupt(name, exc) from None
         except (ValueError, ArithmeticError, RuntimeError) as exc:  # (Zarr's and its codecs')
             if isinstance(exc, RuntimeError) and raised_by_nncodecs(exc):
                 raise
             self._check_open()  # (a read begun before close(): the user's error, not data)
             why = CorruptDataError(f"unreadable as stored ({type(exc).__name__}: {exc})")
-            raise self._error(name, why) from None
+            raise self.corrupt(name, why) from None
 
     def read_pieces(self, name: str) -> Iterator[np.ndarray]:
         """A dense tensor's bytes in order, as uint8 arrays, checked as ``read_tensor(name,
@@ -287,27 +295,11 @@ class Reader(DeltaReads):
         other's whole, read here."""
         if self.layout(name) != "dense":
             raise ValueError(f"tensor {name!r} is {self.layout(name)}, not dense")
-        own = self._declared_of(name)
-        record = own.attrs.get(layout.ATTRS_KEY) if own is not None else None
-        if own is None or not isinstance(record, dict) or "crc32c" in record:
-            whole = self.read_tensor(name, check=True)
-            return iter([np.ascontiguousarray(whole).reshape(-1).view(np.uint8)])
-        return self._pieces(name, own)
+        return tensor_pieces(self, name, self._declared_of(name))
 
-    def _pieces(self, name: str, own: Declared) -> Iterator[np.ndarray]:
-        with self._as_corrupt(name):
-            if math.prod(own.shape):
-                check_size(own, self._reads)
-            yield from weights_pieces(own, own.path in self._files.strict)
-
-    def _error(self, name: str, exc: Exception) -> CorruptDataError:
-        """A CorruptDataError saying ``<container>: tensor '<name>': what``."""
-        msg = str(exc).removeprefix(f"{self._where}: ")
-        what = f"tensor {name!r}" if isinstance(name, str) else f"kept file {name[1]!r}"
-        if not msg.startswith(("tensor ", "kept file ")):
-            msg = f"{what}: {msg}"
-        msg = msg.replace(f"tensor {name!r}", what)
-        return CorruptDataError(f"{self._where}: {msg}")
+    def corrupt(self, name: Any, exc: Exception) -> CorruptDataError:
+        """``exc`` as this container's error about tensor ``name``."""
+        return named_error(self._where, name, exc)
 
     def to_dask(self, name: str | None = None) -> Any:
         """A dense tensor as a dask array over its Zarr array (its chunks read
@@ -318,15 +310,15 @@ class Reader(DeltaReads):
         if self.layout(name) != "dense":
             raise ValueError(f"tensor {name!r} is {self.layout(name)}: to_dask takes dense ones")
         node = self[name]
-        return dask_array(node, self._delta_of(name) is not None)
+        return dask_array(node, self._deltas.config(name) is not None)
 
     def _read_on_device(self, name: str, to: str, device: str) -> Any:
         if self.layout(name) != "dense":
             raise ValueError(
                 f"tensor {name!r} is {self.layout(name)}: device reads take dense ones"
             )
-        if self._delta_of(name) is not None:  # (its reference added on the host, then copied)
-            return self._delta_to_device(name, to, device)
+        if self._deltas.config(name) is not None:  # (its reference added on the host, then copied)
+            return self._deltas.to_device(name, to, device)
         return read_on_device(self, name, self[name], to, device)
 
     def _read_composite(self, name: str, kind: str, to: str) -> Any:
@@ -334,13 +326,13 @@ class Reader(DeltaReads):
         for part, arr in self._entries[name].node.arrays():
             parts[part] = self._read_array(name, arr)
             self._check_crc(name, arr, parts[part], part)
-        with self._as_corrupt(name):  # (a forged record: named, with the container)
+        with self.as_corrupt(name):  # (a forged record: named, with the container)
             return assemble(name, kind, parts, self._entries[name].attrs, to)
 
     def _memory_map(self, name: str) -> np.ndarray | None:
         """A read-only map of a raw, one-chunk tensor's bytes, where the store allows."""
-        with self._as_corrupt(name):
-            return self._store().memory_map(self[name])
+        with self.as_corrupt(name):
+            return self.zarr_store().memory_map(self[name])
 
     def read_into(self, name: str, out: np.ndarray) -> np.ndarray:
         """Read a dense tensor into ``out`` (same shape and dtype)."""
@@ -381,19 +373,13 @@ class Reader(DeltaReads):
 
     def close(self) -> None:
         self._closed = True
-        self._close_references()
-        if (files := getattr(self, "_files", None)) is not None:  # (absent: opening failed)
-            files.close()
-        if self._owned and self._base is not None:
-            self._base.close()
+        if (deltas := getattr(self, "_deltas", None)) is not None:
+            deltas.close()
+        if (opened := getattr(self, "_io", None)) is not None:  # (absent: opening failed)
+            opened.close()
 
     def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-#: (with other keys than nncodecs writes, the checks could not see chunks Zarr misses)
-_KEYS = "its chunk key encoding is not Zarr's default, which nncodecs writes"
-_UNRECORDED = "no record of its chunks, which every tensor of this container has"

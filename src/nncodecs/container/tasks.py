@@ -196,19 +196,6 @@ def write_objects(
     sync(storage.set_many(store_of(target, storage_options), objects))
 
 
-def _root_attrs(order: list[str], metadata: dict[str, str]) -> dict[str, Any]:
-    bad = {k: v for k, v in metadata.items() if not (isinstance(k, str) and isinstance(v, str))}
-    if bad:
-        raise TypeError(f"metadata keys and values must be strings, got {bad!r}")
-    attrs = {
-        "format": layout.FORMAT,
-        "version": layout.VERSION,
-        "tensors": order,
-        "metadata": dict(metadata),
-    }
-    return {layout.ATTRS_KEY: attrs}
-
-
 def begin(
     target: str,
     metadata: dict[str, str] | None = None,
@@ -224,7 +211,7 @@ def begin(
         check_output(Path(target.removeprefix("file://")))
     elif not sync(store.is_empty("")):
         raise FileExistsError(f"{target}: holds data already")
-    root = documents.group_doc(_root_attrs([], metadata or {}))
+    root = documents.group_doc(layout.root_attrs([], metadata or {}, records=False))
     write_objects(target, storage_options, {"zarr.json": documents.dumps(root)})
 
 
@@ -339,8 +326,7 @@ def commit(
         else:
             doc = _slab_doc(p, slabs[p.name])
         docs[p.node] = doc
-    root = documents.group_doc(_root_attrs(names, metadata or {}), docs)
-    root["attributes"][layout.ATTRS_KEY]["records"] = layout.RECORDS
+    root = documents.group_doc(layout.root_attrs(names, metadata or {}), docs)
     write_objects(
         target, storage_options, {f"{n}/zarr.json": documents.dumps(d) for n, d in docs.items()}
     )

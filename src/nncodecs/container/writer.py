@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any, Self
 
 import numpy as np
 
 from nncodecs.container import composite, kept, layout
+from nncodecs.container.adopting import adopted
 from nncodecs.container.arrays import to_host_array
-from nncodecs.container.composite_writes import CompositeWrites
+from nncodecs.container.composite_writes import composite_arrays
 from nncodecs.container.delta import MAX_CHAIN
-from nncodecs.container.delta_writes import DeltaWrites
+from nncodecs.container.delta_writes import DeltaWriter
 from nncodecs.container.names import check_tensor_name, escape
 from nncodecs.dtypes import array_kind, dtype_name
-from nncodecs.errors import CorruptDataError
 from nncodecs.frame import set_threads
-from nncodecs.store import documents, encoding, storage
+from nncodecs.store import documents, encoding
 from nncodecs.store.batches import ObjectQueue
 from nncodecs.store.output import Output, StoreOutput
 from nncodecs.store.target import open_output
@@ -32,7 +31,7 @@ _BATCH_COUNT = 256
 _ALONE_BYTES = 1 << 20
 
 
-class Writer(CompositeWrites, DeltaWrites):
+class Writer:
     """Write a model, tensor by tensor, as one Zarr v3 group.
 
     Parameters
@@ -129,7 +128,8 @@ class Writer(CompositeWrites, DeltaWrites):
         self.metadata: dict[str, str] = {}
         # Whether this container records every chunk written and CRCs (all its tensors do).
         self._records = True
-        self._init_references(target, reference, max_chain, hashes, dedup)
+        # (what stores tensors against references: deltas and duplicates)
+        self._deltas = DeltaWriter(target, reference, max_chain, hashes, dedup, self.chunk_bytes)
         self._output: Output = open_output(target, mode, bool(overwrite), storage_options)
         # (queued and written in batches, in order, on a thread)
         self._objects = ObjectQueue(self._output.put, _BATCH_BYTES, _BATCH_COUNT)
@@ -149,27 +149,10 @@ class Writer(CompositeWrites, DeltaWrites):
 
     def _adopt(self, store: Any) -> None:
         """Mode "a": the container's tensors, metadata and documents, kept as they are."""
-        from nncodecs.store.opening import CheckedStore, describe_target
-
-        where = describe_target(store)
-        _, attrs, members = layout.open_container(CheckedStore(store), where)
-        self._names = layout.tensor_order(attrs, members)
-        self._known = set(self._names)
-        self.metadata = dict(attrs.get("metadata", {}))
-        self._records = attrs.get("records") == layout.RECORDS
-        self._kept = {k[1]: m.path for k, m in members.items() if not isinstance(k, str)}
-        paths = [kept.FILES_NODE, *self._kept.values()] if self._kept else []
-        for name, member in ((n, m) for n, m in members.items() if isinstance(n, str)):
-            node = escape(name)
-            paths.append(node)
-            if member.layout != "dense":
-                paths += [f"{node}/{a.basename}" for a, _ in member.arrays]
-        found = storage.read_many(store, [f"{p}/zarr.json" for p in paths])
-        for path, buf in zip(paths, found, strict=True):
-            if buf is None:
-                raise CorruptDataError(f"{where}: {path}/zarr.json is missing")
-            self._docs[path] = json.loads(buf.to_bytes())
-        self._output.adopt({escape(n) for n in self._known} | ({kept.FILES_NODE} & set(paths)))
+        found = adopted(store)
+        self._names, self.metadata, self._records = found.names, found.metadata, found.records
+        self._known, self._kept, self._docs = set(found.names), found.kept, found.docs
+        self._output.adopt(found.nodes)
 
     def add_tensor(self, name: str, tensor: Any, codec: str | None = None) -> None:
         """Store one tensor (NumPy, torch CPU/CUDA, CuPy) under ``name``.
@@ -197,10 +180,15 @@ class Writer(CompositeWrites, DeltaWrites):
         self._output.discard(node)  # (only ever a leftover of a writer that died)
         attrs = {"name": name, "layout": "dense", "complete": True}
         dims = [f"{node}.{i}" for i in range(arr.ndim)] if arr.ndim else None
-        self._tensor_hash(arr, attrs)
+        self._deltas.tensor_hash(arr, attrs)
         try:
-            if not self._against_reference(name, node, arr, codec, attrs, dims):
+            found = self._deltas.against_reference(name, node, arr, codec, attrs, dims)
+            if found is None:
                 self._write_array(node, arr, codec, attrs, dims, raw_one_chunk=True)
+            else:
+                for key, data in found[0]:
+                    self._objects.object(key, data)
+                self._queue_doc(node, found[1])
         except BaseException:  # (none of its chunks still queued: a retry starts afresh)
             self._objects.forget(f"{node}/")
             raise
@@ -211,6 +199,68 @@ class Writer(CompositeWrites, DeltaWrites):
             if self._output.in_place:  # (committed by its document: written before returning)
                 self._objects.wait()
 
+    def add_sparse_csr(
+        self, name: str, data: Any, indices: Any, indptr: Any, shape: Any, codec: str | None = None
+    ) -> None:
+        """Store a CSR matrix from its arrays; it reads back as ``scipy.sparse.csr_matrix``."""
+        self._check_new(name)
+        made = composite.compressed_parts("csr", name, data, indices, indptr, shape)
+        self._add_composite(name, made, codec)
+
+    def add_sparse_csc(
+        self, name: str, data: Any, indices: Any, indptr: Any, shape: Any, codec: str | None = None
+    ) -> None:
+        """Store a CSC matrix from its arrays; it reads back as ``scipy.sparse.csc_matrix``."""
+        self._check_new(name)
+        made = composite.compressed_parts("csc", name, data, indices, indptr, shape)
+        self._add_composite(name, made, codec)
+
+    def add_sparse_coo(
+        self, name: str, coords: Any, data: Any, shape: Any, codec: str | None = None
+    ) -> None:
+        """Store a COO tensor: ``coords`` of shape (ndim, nnz) and ``data`` of nnz values."""
+        self._check_new(name)
+        self._add_composite(name, composite.coo_parts(name, coords, data, shape), codec)
+
+    def add_quantized(
+        self, name: str, blocks: Any, scales: Any, scheme: str, codec: str | None = None
+    ) -> None:
+        """Store an MXFP4 or NVFP4 weight as its pair: packed FP4 nibbles and block scales.
+
+        ``blocks``: uint8 (two FP4 values a byte) or torch ``float4_e2m1fn_x2``;
+        ``scales``: E8M0 as uint8 (``mxfp4``, 32 values a block) or float8_e4m3fn
+        (``nvfp4``, 16 values a block). It reads back as the same pair.
+        """
+        self._check_new(name)
+        self._add_composite(name, composite.quantized_parts(name, blocks, scales, scheme), codec)
+
+    def add_records(self, name: str, data: Any, fields: Any, codec: str | None = None) -> None:
+        """Store bytes made of fixed-size records (a quantized format's blocks) field by
+        field: each field's values of every record form one array of its own dtype, coded
+        apart (float scales through the float path, packed quants as bytes).
+
+        ``data``: the bytes (bytes-like or 1-D uint8), a whole number of records;
+        ``fields``: ``[(field, dtype, count), ...]`` in record order, packed (a GGML
+        ``Q4_0`` block: ``[("d", "float16", 1), ("qs", "uint8", 16)]``). The tensor
+        reads back as the very bytes (1-D uint8); its layout is ``records``.
+        """
+        self._check_new(name)
+        self._add_composite(name, composite.records_parts(name, data, fields), codec)
+
+    def _add_composite(self, name: str, made: composite.Parts, codec: Any) -> None:
+        """A sub-group of arrays; committed by its own flag, in its document written last."""
+        arrays, doc = composite_arrays(name, made)
+        codec = layout.check_codec(codec or self.codec)
+        self._begin_change()
+        node = escape(name)
+        self._output.discard(node)  # (only ever a leftover of a writer that died)
+        for path, arr, dims, tuning in arrays:
+            self._write_array(path, arr, codec, {}, dims, False, tuning)
+        self._queue_doc(node, doc)
+        self._names.append(name)
+        self._known.add(name)
+        self._objects.drain()
+
     def _check_new(self, name: Any) -> None:
         self._check_open()
         if check_tensor_name(name) in self._known:
@@ -219,22 +269,17 @@ class Writer(CompositeWrites, DeltaWrites):
     def add_file(self, name: str, data: Any) -> None:
         """Keep a file's bytes (``data``, bytes-like) beside the tensors under ``name``, a
         relative path: a model's config or tokenizer, for ``Reader.read_file``."""
-        if name.startswith(kept.HIDDEN) if isinstance(name, str) else False:
-            raise ValueError(f"kept file {name!r}: names under {kept.HIDDEN} are nncodecs' own")
-        self._keep(name, data)
+        self._keep(name, data, hidden=False)
 
     def add_hidden_file(self, name: str, data: Any) -> None:
         """Keep bytes nncodecs itself needs (a source file's bytes around its tensors) as
         the kept file ``name``, under ``.nncodecs/``: read by ``Reader.read_file``, listed
         by ``Reader.files(hidden=True)`` only."""
-        if not (isinstance(name, str) and name.startswith(kept.HIDDEN)):
-            raise ValueError(f"a hidden file's name starts with {kept.HIDDEN}, got {name!r}")
-        self._keep(name, data)
+        self._keep(name, data, hidden=True)
 
-    def _keep(self, name: str, data: Any) -> None:
+    def _keep(self, name: str, data: Any, hidden: bool) -> None:
         self._check_open()
-        if kept.check_file_name(name) in self._kept or kept.clashes(name, self._kept):
-            raise ValueError(f"kept file {name!r}: already in the container, or as a directory")
+        kept.check_new_file(name, hidden, self._kept)
         self._begin_change()
         if not self._kept:
             self._queue_doc(kept.FILES_NODE, documents.group_doc({}))
@@ -287,28 +332,8 @@ class Writer(CompositeWrites, DeltaWrites):
             )
         self._consolidated = False
 
-    def _check_metadata(self) -> None:
-        bad = {
-            k: v
-            for k, v in self.metadata.items()
-            if not (isinstance(k, str) and isinstance(v, str))
-        }
-        if bad:
-            raise TypeError(f"metadata keys and values must be strings, got {bad!r}")
-
     def _group_attrs(self) -> dict[str, Any]:
-        self._check_metadata()
-        attrs = {
-            "format": layout.FORMAT,
-            "version": layout.VERSION,
-            "tensors": list(self._names),
-            "metadata": dict(self.metadata),
-        }
-        if self._records:
-            attrs["records"] = layout.RECORDS
-        if self._kept:
-            attrs["files"] = dict(self._kept)
-        return {layout.ATTRS_KEY: attrs}
+        return layout.root_attrs(self._names, self.metadata, self._records, self._kept)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -320,7 +345,7 @@ class Writer(CompositeWrites, DeltaWrites):
         closed and a copy renamed over the target). Once it returns, every
         tensor added so far survives a kill of this process."""
         self._check_open()
-        self._check_metadata()
+        layout.check_metadata(self.metadata)
         self._commit(final=False)
 
     def _commit(self, final: bool) -> None:
@@ -334,7 +359,7 @@ class Writer(CompositeWrites, DeltaWrites):
         """Commit everything (as :meth:`flush`), release the lock, remove the temporaries."""
         if self._closed:
             return
-        self._check_metadata()  # (a bad argument: the writer stays open to fix it)
+        layout.check_metadata(self.metadata)  # (a bad argument: the writer stays open to fix it)
         try:
             self._commit(final=True)
         except BaseException:
@@ -344,7 +369,7 @@ class Writer(CompositeWrites, DeltaWrites):
         try:  # (an interrupt while the thread stops: the lock is released all the same)
             self._objects.stop()
         finally:
-            self._close_references()
+            self._deltas.close()
             self._output.close()
 
     def abandon(self) -> None:
@@ -356,7 +381,7 @@ class Writer(CompositeWrites, DeltaWrites):
         try:
             self._objects.stop(drop=True)
         finally:
-            self._close_references()
+            self._deltas.close()
             self._output.abandon()
 
     def __enter__(self) -> Self:
