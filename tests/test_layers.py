@@ -79,6 +79,23 @@ def test_the_contracts_catch_a_bad_import(tmp_path, module, line, broken):
     assert broken in result.stdout.split("Broken contracts")[-1]
 
 
+def test_the_container_is_built_by_composition_and_stays_a_quarter_of_the_package():
+    """No class of the container inherits from another of nncodecs' (a Writer holds
+    its delta writer, a Reader its delta reader: no mixins reaching into their
+    host's state); and the model stays at most a quarter of the package's lines
+    (nncodecs' own Zarr reading and writing lives in store/)."""
+    own = {p.stem for p in SRC.rglob("*.py")}
+    for path in (SRC / "container").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ClassDef):
+                bases = [ast.unparse(b) for b in node.bases]
+                assert all(b in ("NamedTuple", "Exception") for b in bases), (path, bases)
+                assert not any(b.split(".")[0] in own for b in bases), (path, bases)
+    lines = {p: len(p.read_text().splitlines()) for p in SRC.rglob("*.py")}
+    container = sum(n for p, n in lines.items() if (SRC / "container") in p.parents)
+    assert container <= sum(lines.values()) / 4, (container, sum(lines.values()))
+
+
 def test_the_container_face_lists_every_private_module():
     """The forbidden contract names every module of the container but its public ones
     (a new module is private until it is added to the face, and to the contract)."""
