@@ -75,7 +75,7 @@ zstd:
 	  fi; \
 	fi
 
-# Debian's aarch64 cross compiler, for tests/test_dispatch.py's check that the
+# Debian's aarch64 cross compiler, for tests/frame/test_dispatch.py's check that the
 # kernels' scalar path builds on another architecture. Optional: installed
 # where apt-get can run (as root, or through sudo without a password); else a
 # note, and that one test skips. Never fails the build.
@@ -217,11 +217,11 @@ fuzz: $(V311)/.deps clang
 	fuzz/run.sh $(FUZZ_CPP) || status=1; \
 	fuzz/run_python.sh $(V311)/bin/python $(FUZZ_PY) || status=1; \
 	$(WITH_TMP) NNCODECS_SANITIZER_SCALE=20 NNCODECS_REQUIRE_ALL=1 $(V311)/bin/python -m pytest -q \
-	  tests/test_fuzz.py tests/test_sanitizers.py || status=1; \
+	  tests/hostile/test_fuzz.py tests/frame/test_sanitizers.py || status=1; \
 	exit $$status
 
 # clang, libFuzzer and llvm-cov for make fuzz, and clang's UBSan for make test's fuzz
-# drivers (tests/test_fuzz.py: it checks pointer arithmetic, g++'s does not): Debian's
+# drivers (tests/hostile/test_fuzz.py: it checks pointer arithmetic, g++'s does not): Debian's
 # clang 14 where no clang++ is found and apt-get can run (as root, or through sudo
 # without a password); else fuzz/run.sh falls back to the g++ mutation driver, and the
 # tests build with g++. Never fails the build.

@@ -11,7 +11,7 @@
 # driver's frames of every mode and version, and every frame of the conformance
 # corpus (tests/conformance), turned into each target's input (fuzz/targets.h);
 # corpora grow in build/fuzz/corpus/TARGET. A crash is kept as
-# build/fuzz/crash-TARGET-*; each becomes a case in tests/test_fuzz.py.
+# build/fuzz/crash-TARGET-*; each becomes a case in tests/hostile/test_fuzz.py.
 # Prints a table: target, build, runs, exec/s, edges (libFuzzer's cov), lines
 # covered, findings, seconds; and writes it to FILE (build/fuzz/report-cpp.md).
 #

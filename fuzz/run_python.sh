@@ -6,7 +6,7 @@
 # PYTHON: an interpreter with nncodecs and atheris installed (make fuzz: the Python 3.11
 # environment). Seeds from fuzz/targets.py --write-seeds; corpora grow in
 # build/fuzz/corpus-py/TARGET; a finding is kept as build/fuzz/crash-py-TARGET-* (each
-# becomes a case in fuzz/regressions/TARGET, which tests/test_fuzz.py runs).
+# becomes a case in fuzz/regressions/TARGET, which tests/hostile/test_fuzz.py runs).
 # Prints a table (target, runs, exec/s, edges: atheris' coverage of nncodecs' Python
 # code, findings, seconds) and writes it to FILE (build/fuzz/report-python.md).
 set -euo pipefail

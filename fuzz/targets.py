@@ -27,7 +27,7 @@ Usage::
 Seeds: the conformance corpus (tests/conformance), accepted and rejected, and for
 ``container`` also containers made from its model files; for ``ztensor`` a file made by
 ``scripts/make_conformance.py``'s ``ztensor_model`` (not in the corpus: 460 KB).
-``make fuzz`` runs every target (fuzz/run_python.sh); tests/test_fuzz.py runs each over
+``make fuzz`` runs every target (fuzz/run_python.sh); tests/hostile/test_fuzz.py runs each over
 its seeds and over the regression cases in fuzz/regressions/TARGET.
 """
 
@@ -264,7 +264,7 @@ def seeds(name: str) -> Iterator[bytes]:
 
 
 def regressions(name: str) -> list[Path]:
-    """Inputs that once were findings (each a case of tests/test_fuzz.py)."""
+    """Inputs that once were findings (each a case of tests/hostile/test_fuzz.py)."""
     return sorted((ROOT / "fuzz" / "regressions" / name).glob("*"))
 
 

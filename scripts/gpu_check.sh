@@ -35,8 +35,8 @@ export PYTHONPATH=/tmp/nnc-pkg:$PYTHONPATH
 # The CuPy variants of the GPU tests and the compile checks (the emulator
 # variants run in the normal suite; they need g++ 11 for <barrier>).
 step tests timeout 150 python3 -m pytest -q -p no:cacheprovider -rs -k "not emulator" \
-  tests/test_gpu_decode.py tests/test_gpu_encode.py tests/test_gpu_codecs.py \
-  tests/test_cuda_compile.py
+  tests/gpu/test_decode.py tests/gpu/test_encode.py tests/gpu/test_placement.py \
+  tests/gpu/test_cuda_compile.py
 if command -v compute-sanitizer >/dev/null; then
   step memcheck timeout 90 compute-sanitizer --tool memcheck --error-exitcode 1 \
     python3 scripts/gpu_small_case.py

@@ -1,6 +1,6 @@
 """Write the conformance corpus (tests/conformance): inputs an implementation of the
 format must accept, each with the SHA-256 of what it decodes to, and inputs it must
-reject, each with the error class it raises. ``tests/test_conformance.py`` runs them.
+reject, each with the error class it raises. ``tests/conformance/test_corpus.py`` runs them.
 
 Usage: ``python scripts/make_conformance.py`` (rewrites tests/conformance/; the inputs
 are made from fixed seeds, so a rerun writes the same files, except containers, whose

@@ -3,7 +3,7 @@
 ``python scripts/make_notebooks.py`` writes them; ``--execute`` then runs every notebook
 of notebooks/ (quickstart.ipynb too) in a Jupyter kernel and saves its outputs, plots
 included, so that they show where the repository is browsed. Commit what it writes.
-The test suite reruns them with nbval (tests/test_notebooks.py): every text output must
+The test suite reruns them with nbval (tests/docs/test_notebooks.py): every text output must
 come out the same, except in cells tagged ``nbval-ignore-output`` (``"code-varies"``
 below: timings, the peers installed). Edit the cells here, not the .ipynb files.
 """

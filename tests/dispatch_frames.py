@@ -1,4 +1,4 @@
-"""Run by tests/test_dispatch.py in a process per NNCODECS_DISPATCH level.
+"""Run by tests/frame/test_dispatch.py in a process per NNCODECS_DISPATCH level.
 
 Encodes a fixed set of arrays with the codecs at this process's dispatch level,
 checks that each frame decodes to its input here, re-encodes the committed

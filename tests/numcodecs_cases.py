@@ -1,4 +1,5 @@
-"""The codecs and arrays that numcodecs' own test helpers run on (tests/test_numcodecs_helpers.py).
+"""The codecs and arrays that numcodecs' own test helpers run on
+(tests/ecosystem/test_numcodecs_helpers.py).
 
 ``python tests/numcodecs_cases.py`` writes the fixtures of
 ``check_backwards_compatibility`` that are missing under

@@ -1,7 +1,7 @@
 """A reader of nncodecs containers written from docs/format.md, "The container", alone.
 
 It imports nothing of nncodecs but the frame decoder (``nncodecs.frame.decode_frame``;
-tests/test_container_spec.py checks its imports): the keys, documents, chunk grid,
+tests/conformance/test_container_spec.py checks its imports): the keys, documents, chunk grid,
 shard indexes, composite tensors, kept files and references are read here as the
 specification describes them, so that a test that finds it agreeing bit for bit with
 ``nncodecs.Reader`` shows the specification is enough to read a container.

@@ -29,8 +29,17 @@ _zipfile_fix.apply()  # zip:: readers on threads (CPython gh-127847), see the mo
 _EXPORTS = {
     **dict.fromkeys(
         [
-            "Auto", "BitReorder", "Huffman", "Planes", "Rans", "Weights", "NumcodecsAuto",
-            "NumcodecsBitReorder", "NumcodecsHuffman", "NumcodecsPlanes", "NumcodecsRans",
+            "Auto",
+            "BitReorder",
+            "Huffman",
+            "Planes",
+            "Rans",
+            "Weights",
+            "NumcodecsAuto",
+            "NumcodecsBitReorder",
+            "NumcodecsHuffman",
+            "NumcodecsPlanes",
+            "NumcodecsRans",
             "NumcodecsWeights",
         ],
         "nncodecs.codecs",
@@ -49,7 +58,7 @@ _EXPORTS = {
     ),
     **dict.fromkeys(["ArchiveResult", "archive"], "nncodecs.formats"),
     **dict.fromkeys(["get_threads", "set_threads"], "nncodecs.frame"),
-}  # fmt: skip
+}
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 __version__ = "0.1.0"

@@ -69,8 +69,9 @@ def export_minilm_onnx(path: str | Path, folding: bool = True) -> None:
             return self.m(input_ids=ids, attention_mask=mask).last_hidden_state
 
     ids = torch.ones((1, 8), dtype=torch.long)
-    torch.onnx.export(Hidden(), (ids, torch.ones_like(ids)), str(path), dynamo=False,
-                      do_constant_folding=folding)  # fmt: skip
+    torch.onnx.export(
+        Hidden(), (ids, torch.ones_like(ids)), str(path), dynamo=False, do_constant_folding=folding
+    )
 
 
 #: Sentence pairs (a question and its answer, a paraphrase) the checkpoint series is
@@ -92,7 +93,7 @@ FINETUNE_PAIRS = (
     ("He fixed the bicycle's chain.", "The bike chain was repaired by him."),
     ("Photosynthesis needs sunlight.", "Plants use light to make sugar."),
     ("The library opens at nine.", "Doors of the library open at 9 a.m."),
-)  # fmt: skip
+)
 
 
 def minilm_checkpoints(

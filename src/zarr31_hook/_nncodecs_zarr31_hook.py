@@ -7,7 +7,7 @@ had been imported first. This module, run at start-up by
 zarr < 3.2 only, imports ``nncodecs.codecs.zarr_dtypes``, which registers
 the types. It costs nothing until zarr is imported, then a few milliseconds
 (that module imports nothing else of nncodecs, nor ml_dtypes: see
-tests/test_layers.py), and does nothing on newer zarr.
+tests/layers/test_layers.py), and does nothing on newer zarr.
 """
 
 import sys

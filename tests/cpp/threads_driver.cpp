@@ -1,5 +1,5 @@
 // Concurrent callers of the thread pool and the frame coders, for
-// ThreadSanitizer (tests/test_sanitizers.py builds it with
+// ThreadSanitizer (tests/frame/test_sanitizers.py builds it with
 // -fsanitize=thread) and as a plain stress run.
 //
 // Part 1, the pool's rule: outer tasks of several callers fill this

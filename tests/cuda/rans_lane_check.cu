@@ -1,4 +1,4 @@
-// Compile check of the shared rANS lane header under nvcc (tests/test_cuda_compile.py):
+// Compile check of the shared rANS lane header under nvcc (tests/gpu/test_cuda_compile.py):
 // one warp decodes one sub-block, lane i holding rANS lane i, and the word
 // prefix count comes from ballot/popc, as docs/format.md lays out. The GPU
 // issue builds its kernels on this; here it only has to compile.

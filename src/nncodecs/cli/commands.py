@@ -210,8 +210,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
             back = f"; its {fmt} source comes back byte for byte" if exact else ""
             deltas = r.references()
             if deltas:
-                back += (f"; {len(deltas)} stored against references, each found and the one "
-                         "written against")  # fmt: skip
+                back += (
+                    f"; {len(deltas)} stored against references, each found and the one "
+                    "written against"
+                )
             print(
                 f"{args.input}: {counted(len(order), 'tensor')}{more}{files}, every checksum holds"
                 f"{of_source(count)}{back}"

@@ -86,8 +86,9 @@ def kernels_line() -> str:
 
 
 CODECS = ["auto", "rans", "huffman", "zstd", "raw"]
-CODEC_HELP = "codec of every tensor: auto (the fused weights codec, default), rans, huffman, " \
-    "zstd or raw"  # fmt: skip
+CODEC_HELP = (
+    "codec of every tensor: auto (the fused weights codec, default), rans, huffman, zstd or raw"
+)
 FORCE_HELP = "replace an existing output (a directory only if it is an nncodecs container)"
 OUTPUT_DIR_HELP = (
     "write each output into DIR (an existing folder) under its default name; with several "
@@ -147,32 +148,48 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="input",
         help="the model file, or a directory of shards (several: each to its own container)",
     )
-    p.add_argument("-o", "--output", help="the container: NAME.zarr.zip (one file), NAME.zarr "
-                   "(a directory) or a URL (default: INPUT.zarr.zip)")  # fmt: skip
+    p.add_argument(
+        "-o",
+        "--output",
+        help="the container: NAME.zarr.zip (one file), NAME.zarr "
+        "(a directory) or a URL (default: INPUT.zarr.zip)",
+    )
     p.add_argument("--output-dir", metavar="DIR", help=OUTPUT_DIR_HELP)
     p.add_argument("--codec", default="auto", choices=CODECS, help=CODEC_HELP)
     p.add_argument("--threads", type=_positive, default=None, help="threads (default: every core)")
     p.add_argument(
-        "--chunk-bytes", type=_positive, default=None,
+        "--chunk-bytes",
+        type=_positive,
+        default=None,
         help="chunk size in bytes along a tensor's first axis (the random-access unit)",
-    )  # fmt: skip
+    )
     p.add_argument("-f", "--force", action="store_true", help=FORCE_HELP)
     p.add_argument(
-        "--reference", action="append", default=None, metavar="CONTAINER",
+        "--reference",
+        action="append",
+        default=None,
+        metavar="CONTAINER",
         help="store tensors against this container's (a checkpoint's previous one): "
         "duplicates as references, close ones as differences (repeatable; the first is "
         "the one differenced against; the others also stand for its own references of "
         "the same file name, moved)",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--max-chain", type=_positive, default=None, metavar="N",
+        "--max-chain",
+        type=_positive,
+        default=None,
+        metavar="N",
         help="store whole a tensor whose reference is N differences deep (default 8)",
-    )  # fmt: skip
+    )
     p.add_argument(
-        "--dask", nargs="?", const="threads", default=None, metavar="ADDRESS",
+        "--dask",
+        nargs="?",
+        const="threads",
+        default=None,
+        metavar="ADDRESS",
         help="encode and write slabs of shards as dask tasks: on threads, or on the "
         "dask.distributed scheduler at ADDRESS (or 'processes'); -o NAME.zarr or a URL",
-    )  # fmt: skip
+    )
 
     p = command(
         "decompress",
@@ -187,16 +204,23 @@ def build_parser() -> argparse.ArgumentParser:
         type=container_input,
         help="the container (several: each restored to its own default name)",
     )
-    p.add_argument("-o", "--output", help="where to (default: INPUT without .zarr.zip, with the "
-                   "suffix of the format it is restored to)")  # fmt: skip
+    p.add_argument(
+        "-o",
+        "--output",
+        help="where to (default: INPUT without .zarr.zip, with the "
+        "suffix of the format it is restored to)",
+    )
     p.add_argument("--output-dir", metavar="DIR", help=OUTPUT_DIR_HELP)
     p.add_argument(
-        "--format", choices=list(dict.fromkeys(WRITE_FORMATS.values())), default=None,
+        "--format",
+        choices=list(dict.fromkeys(WRITE_FORMATS.values())),
+        default=None,
         help="the format to write (default: -o's suffix, else the source's)",
-    )  # fmt: skip
+    )
     p.add_argument("-f", "--force", action="store_true", help=FORCE_HELP)
-    p.add_argument("--reference", action="append", default=None, metavar="CONTAINER",
-                   help=READ_REFERENCE_HELP)  # fmt: skip
+    p.add_argument(
+        "--reference", action="append", default=None, metavar="CONTAINER", help=READ_REFERENCE_HELP
+    )
 
     p = command("info", "list the tensors of a container or a model file", cmd_info)
     p.add_argument("input", type=container_input, help="a container or a model file")
@@ -204,8 +228,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("verify", "decode everything and check every checksum", cmd_verify)
     p.add_argument("input", type=container_input, help="the container")
-    p.add_argument("--reference", action="append", default=None, metavar="CONTAINER",
-                   help=READ_REFERENCE_HELP)  # fmt: skip
+    p.add_argument(
+        "--reference", action="append", default=None, metavar="CONTAINER", help=READ_REFERENCE_HELP
+    )
 
     p = command("merge", "merge containers into one", cmd_merge)
     p.add_argument(
@@ -215,8 +240,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="the containers (tensor names must not repeat)",
     )
     p.add_argument("-o", "--output", required=True, help="the new container")
-    p.add_argument("--reference", action="append", default=None, metavar="CONTAINER",
-                   help=READ_REFERENCE_HELP)  # fmt: skip
+    p.add_argument(
+        "--reference", action="append", default=None, metavar="CONTAINER", help=READ_REFERENCE_HELP
+    )
     p.add_argument("--codec", default="auto", choices=CODECS, help=CODEC_HELP)
     p.add_argument("-f", "--force", action="store_true", help=FORCE_HELP)
 
@@ -230,8 +256,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("input", type=container_input, help="a model file or a container")
     p.add_argument("-o", "--output", required=True, help="the output; its suffix picks the format")
     p.add_argument("--codec", default="auto", choices=CODECS, help=CODEC_HELP + " (containers)")
-    p.add_argument("--format", choices=list(dict.fromkeys(WRITE_FORMATS.values())), default=None,
-                   help="the model format to write, whatever -o's suffix")  # fmt: skip
+    p.add_argument(
+        "--format",
+        choices=list(dict.fromkeys(WRITE_FORMATS.values())),
+        default=None,
+        help="the model format to write, whatever -o's suffix",
+    )
     p.add_argument(
         "--dequantize",
         action="store_true",

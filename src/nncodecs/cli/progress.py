@@ -29,9 +29,16 @@ class ProgressBar:
             # a terminal that reports no size (a bare pty) gets 80 x 24: tqdm would print
             # nothing on a terminal of 0 rows
             size = shutil.get_terminal_size((80, 24))
-            self.bar = tqdm(total=total, desc=self.label, unit="B", unit_scale=True,
-                            unit_divisor=1024, file=sys.stderr, ncols=size.columns,
-                            nrows=max(size.lines, 2))  # fmt: skip
+            self.bar = tqdm(
+                total=total,
+                desc=self.label,
+                unit="B",
+                unit_scale=True,
+                unit_divisor=1024,
+                file=sys.stderr,
+                ncols=size.columns,
+                nrows=max(size.lines, 2),
+            )
         # (done, total) may be a final (1, 1): the bar shows the same fraction
         done = done * self.bar.total // total if total and total != self.bar.total else done
         self.bar.update(max(0, min(done, self.bar.total) - self.bar.n))

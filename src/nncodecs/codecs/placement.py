@@ -48,10 +48,14 @@ def decode_chunks_on_device(
     with _on(device) as backend:
         out = backend.empty(chunk_nbytes * count)
         decoded = decode_frames(
-            backend, frames, max_decoded=[chunk_nbytes] * count,
-            layouts=[float_layout(target)] * count, elements=True,
-            planes=[target.itemsize] * count, out=out,
-        )  # fmt: skip
+            backend,
+            frames,
+            max_decoded=[chunk_nbytes] * count,
+            layouts=[float_layout(target)] * count,
+            elements=True,
+            planes=[target.itemsize] * count,
+            out=out,
+        )
         short = [i for i, d in enumerate(decoded) if int(d.size) != chunk_nbytes]
         if short:
             raise CorruptDataError(f"chunk {short[0]} holds fewer bytes than a chunk")

@@ -209,8 +209,9 @@ class Weights(ZarrShell, DtypeFromArray, DirectChunks, ArrayBytesCodec):  # type
         raw = chunk_bytes.as_array_like()
         backend = backend_for(raw)
         if backend is not None:  # a GPU buffer: decoded there, into the prototype's arrays
-            arr = decode_weights_on_device(backend, [raw], native, [tuple(chunk_spec.shape)],
-                                           like=raw)[0]  # fmt: skip
+            arr = decode_weights_on_device(
+                backend, [raw], native, [tuple(chunk_spec.shape)], like=raw
+            )[0]
             return chunk_spec.prototype.nd_buffer.from_ndarray_like(arr)
         count = math.prod(chunk_spec.shape)
         arr = decode_weights(chunk_bytes.as_numpy_array(), native, count)
@@ -233,9 +234,12 @@ class Weights(ZarrShell, DtypeFromArray, DirectChunks, ArrayBytesCodec):  # type
         spec = items[at[0]][1]
         native = spec.dtype.to_native_dtype()
         arrays = decode_weights_on_device(
-            backend, [raws[i] for i in at], native,
-            [tuple(items[i][1].shape) for i in at], like=raws[at[0]],
-        )  # fmt: skip
+            backend,
+            [raws[i] for i in at],
+            native,
+            [tuple(items[i][1].shape) for i in at],
+            like=raws[at[0]],
+        )
         out: list[Any] = [None] * len(items)
         for i, arr in zip(at, arrays, strict=True):
             out[i] = items[i][1].prototype.nd_buffer.from_ndarray_like(arr)

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from nncodecs import _core
-from nncodecs.container import layout
+from nncodecs.container import layout, records
 from nncodecs.errors import CorruptDataError
 from nncodecs.frame.weights import CODEC_ID
 from nncodecs.store import storage
@@ -42,10 +42,10 @@ _UNRECORDED = "no record of its chunks, which every tensor of this container has
 
 
 def member_problems(
-    name: str, kind: str, arrays: list[tuple[Any, Any]], records: bool
+    name: str, kind: str, arrays: list[tuple[Any, Any]], every_recorded: bool
 ) -> tuple[str | None, dict[str, Any]]:
     """How a tensor's arrays (``(array, its nncodecs attributes)``) contradict their
-    records (the first problem; ``records``: the container says every tensor has
+    records (the first problem; ``every_recorded``: the container says every tensor has
     them), and the store's checks of those whose every chunk is recorded (by path)."""
     from nncodecs.store.files import Strict
 
@@ -53,9 +53,9 @@ def member_problems(
     for z, zattrs in arrays:
         every = isinstance(zattrs, dict) and zattrs.get("chunks") == layout.CHUNKS_ALL
         problem = (
-            layout.shape_problem(z, zattrs)
+            records.shape_problem(z, zattrs)
             or storage.other_index(z)
-            or (_UNRECORDED if records and not every else None)
+            or (_UNRECORDED if every_recorded and not every else None)
             or (_KEYS if every and not storage.default_keys(z) else None)
         )
         if problem is not None and found is None:

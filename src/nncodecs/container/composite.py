@@ -194,8 +194,13 @@ def _interleave(name: str, parts: dict[str, np.ndarray], attrs: dict) -> np.ndar
     checked = _fields(attrs.get("fields"), CorruptDataError)
     shape = attrs.get("shape")
     record = sum(dt.itemsize * count for _, dt, count in checked)
-    if not (isinstance(shape, list) and len(shape) == 1 and type(shape[0]) is int
-            and shape[0] >= 0 and shape[0] % record == 0):  # fmt: skip
+    if not (
+        isinstance(shape, list)
+        and len(shape) == 1
+        and type(shape[0]) is int
+        and shape[0] >= 0
+        and shape[0] % record == 0
+    ):
         raise CorruptDataError(f"tensor {name!r}: its records' size {shape!r} is damaged")
     n = shape[0] // record
     for field, dt, count in checked:  # (every part checked before memory is taken)
@@ -224,8 +229,13 @@ def _interleave(name: str, parts: dict[str, np.ndarray], attrs: dict) -> np.ndar
 
 
 #: The parts of each composite kind but records (whose fields its attributes list).
-_PARTS = {"mxfp4": {"blocks", "scales"}, "nvfp4": {"blocks", "scales"}, "coo": {"coords", "data"},
-          "csr": {"data", "indices", "indptr"}, "csc": {"data", "indices", "indptr"}}  # fmt: skip
+_PARTS = {
+    "mxfp4": {"blocks", "scales"},
+    "nvfp4": {"blocks", "scales"},
+    "coo": {"coords", "data"},
+    "csr": {"data", "indices", "indptr"},
+    "csc": {"data", "indices", "indptr"},
+}
 
 
 def assemble(name: str, kind: str, parts: dict[str, np.ndarray], attrs: dict, to: str) -> Any:
@@ -246,8 +256,9 @@ def assemble(name: str, kind: str, parts: dict[str, np.ndarray], attrs: dict, to
         if kind == "coo":
             coo_parts(name, parts["coords"], parts["data"], attrs["shape"])
         else:
-            compressed_parts(kind, name, parts["data"], parts["indices"], parts["indptr"],
-                             attrs["shape"])  # fmt: skip
+            compressed_parts(
+                kind, name, parts["data"], parts["indices"], parts["indptr"], attrs["shape"]
+            )
     except (ValueError, TypeError, KeyError) as exc:
         raise CorruptDataError(f"{exc} (its parts contradict its records)") from None
     shape = tuple(attrs["shape"])

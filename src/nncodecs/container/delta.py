@@ -143,8 +143,9 @@ def _unzigzag_add(flat: np.ndarray, r: np.ndarray) -> None:
     from nncodecs import _core
 
     if flat.size:
-        _core.unzigzag_add(flat.view(np.uint8), np.ascontiguousarray(r).view(np.uint8),
-                           flat.dtype.itemsize)  # fmt: skip
+        _core.unzigzag_add(
+            flat.view(np.uint8), np.ascontiguousarray(r).view(np.uint8), flat.dtype.itemsize
+        )
 
 
 def choose(target: np.ndarray, ref: np.ndarray, bits: Any, plain: Any) -> str | None:
@@ -233,7 +234,14 @@ def delta_doc(
         shard = codecs[0]
         return {
             **doc,
-            "codecs": [{**shard, "configuration": {**shard["configuration"],
-                        "codecs": wrap(shard["configuration"]["codecs"])}}],
-        }  # fmt: skip
+            "codecs": [
+                {
+                    **shard,
+                    "configuration": {
+                        **shard["configuration"],
+                        "codecs": wrap(shard["configuration"]["codecs"]),
+                    },
+                }
+            ],
+        }
     return {**doc, "codecs": wrap(codecs)}

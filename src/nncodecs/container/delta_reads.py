@@ -95,8 +95,9 @@ class DeltaReader:
             except (OSError, RuntimeError) as exc:  # (a loop of links: 3.11 raises RuntimeError)
                 raise self._fail(name, f"{what} cannot be opened ({exc})") from None
             if key in self._chain:
-                raise self._fail(name, f"{what}: a cycle (that container is already on "
-                                 "this chain of references)")  # fmt: skip
+                raise self._fail(
+                    name, f"{what}: a cycle (that container is already on this chain of references)"
+                )
             if len(self._chain) > MAX_FOLLOW:
                 raise self._fail(name, f"{what}: a chain of references over {MAX_FOLLOW} deep")
             try:  # (a Reader like its own: type(host), not an import of reader.py)
@@ -192,8 +193,11 @@ class DeltaReader:
         recorded = isinstance(attrs, dict) and isinstance(attrs.get("sha256"), str)
         bad = _base_mismatch(config["reference"], base, check, recorded)
         if bad is not None:
-            raise self._fail(name, f"its reference {tensor!r} is not the tensor it was "
-                             f"written against (another {bad})")  # fmt: skip
+            raise self._fail(
+                name,
+                f"its reference {tensor!r} is not the tensor it was "
+                f"written against (another {bad})",
+            )
         own_hash = record.get("sha256") if isinstance(record, dict) else None
         if not check and _duplicate(record, config, own_hash, base, own):
             # (its bits are the reference's, checked above: its frames of zeros not decoded;
@@ -214,8 +218,10 @@ class DeltaReader:
         and its CRC32C record a number (a whole read checks its result against it)."""
         found = record.get("transform") if isinstance(record, dict) else None
         if found != config["transform"]:
-            raise self._fail(name, f"its transform {config['transform']!r} is not the one "
-                             f"recorded ({found!r:.40})")  # fmt: skip
+            raise self._fail(
+                name,
+                f"its transform {config['transform']!r} is not the one recorded ({found!r:.40})",
+            )
         crc = record.get("crc32c")
         if not isinstance(crc, int) or isinstance(crc, bool):
             raise self._fail(name, f"its crc32c record {crc!r:.40} is damaged")
@@ -227,8 +233,11 @@ class DeltaReader:
         dtype = dtype_name(doc_dtype(config["doc"]))
         info = reader.info(tensor)
         if tuple(info.shape) != tuple(shape) or info.dtype != dtype:
-            raise self._fail(name, f"its reference {tensor!r} is {info.dtype}"
-                             f"{list(info.shape)}, it is {dtype}{list(shape)}")  # fmt: skip
+            raise self._fail(
+                name,
+                f"its reference {tensor!r} is {info.dtype}"
+                f"{list(info.shape)}, it is {dtype}{list(shape)}",
+            )
 
     def array(self, name: str, config: dict[str, Any]) -> DeltaArray:
         member = self._r.member(name)
@@ -251,8 +260,15 @@ class DeltaReader:
         except (CorruptDataError, OSError) as exc:
             raise self._fail(name, f"its reference {tensor!r} is unreadable: {exc}") from None
         crc, chunk_crcs = member.attrs.get("crc32c"), member.attrs.get("chunk_crc32c")
-        return DeltaArray(coded, base, config["transform"], doc_dtype(config["doc"]),
-                          lambda why: self._fail(name, why), crc, chunk_crcs)  # fmt: skip
+        return DeltaArray(
+            coded,
+            base,
+            config["transform"],
+            doc_dtype(config["doc"]),
+            lambda why: self._fail(name, why),
+            crc,
+            chunk_crcs,
+        )
 
     def to_device(self, name: str, to: str, device: str) -> Any:
         from nncodecs.codecs.placement import host_to_device

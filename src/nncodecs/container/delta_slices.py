@@ -43,9 +43,15 @@ class DeltaArray:
     each against its record."""
 
     def __init__(
-        self, coded: Any, reference: Any, transform: str, dtype: np.dtype, fail: Any,
-        crc: int | None = None, chunk_records: Any = None,
-    ) -> None:  # fmt: skip
+        self,
+        coded: Any,
+        reference: Any,
+        transform: str,
+        dtype: np.dtype,
+        fail: Any,
+        crc: int | None = None,
+        chunk_records: Any = None,
+    ) -> None:
         self._coded, self._ref, self._transform, self._fail = coded, reference, transform, fail
         self._crc = crc
         self.dtype, self.shape = np.dtype(dtype), tuple(coded.shape)

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from nncodecs.container import delta, layout
+from nncodecs.container import delta, layout, records
 from nncodecs.container.delta_slices import chunk_crcs
 from nncodecs.container.references import recorded_location, resolve_reference
 from nncodecs.errors import CorruptDataError, ReferenceProblemError
@@ -211,9 +211,17 @@ class DeltaWriter:
         return self._delta(node, arr, coded, transform, where, codec, attrs, dims, depth)
 
     def _delta(
-        self, node: str, arr: np.ndarray, coded: np.ndarray, transform: str,
-        where: dict[str, str], codec: str, attrs: dict, dims: Any, depth: int,
-    ) -> tuple[Any, dict[str, Any]]:  # fmt: skip
+        self,
+        node: str,
+        arr: np.ndarray,
+        coded: np.ndarray,
+        transform: str,
+        where: dict[str, str],
+        codec: str,
+        attrs: dict,
+        dims: Any,
+        depth: int,
+    ) -> tuple[Any, dict[str, Any]]:
         attrs["depth"] = depth + 1
         args = (where, codec, self.chunk_bytes, attrs, dims)
         return delta_objects(node, arr, coded, transform, *args)
@@ -229,22 +237,29 @@ def against(arr: np.ndarray, base: np.ndarray, codec: str) -> tuple[str, np.ndar
 
 
 def delta_objects(
-    node: str, arr: np.ndarray, coded: np.ndarray, transform: str, where: dict[str, str],
-    codec: str, chunk_bytes: int, attrs: dict[str, Any], dims: Any,
-) -> tuple[Any, dict[str, Any]]:  # fmt: skip
+    node: str,
+    arr: np.ndarray,
+    coded: np.ndarray,
+    transform: str,
+    where: dict[str, str],
+    codec: str,
+    chunk_bytes: int,
+    attrs: dict[str, Any],
+    dims: Any,
+) -> tuple[Any, dict[str, Any]]:
     """The store objects (an iterator of (key, bytes)) and document of a delta array:
     ``coded`` (the bits of ``arr`` against the reference ``where``) chunked as ``arr``
     would be, coded by the weights codec, declared through the delta codec."""
     grid = layout.chunking(arr.shape, arr.dtype.itemsize, chunk_bytes, codec)
     chunks, shards = tuple(grid["chunks"]), grid.get("shards")
     tmpl = documents.template(coded.dtype, arr.ndim, codec, shards is not None)
-    records = {**attrs, **layout.tensor_records(arr, codec)}
+    recorded = {**attrs, **records.tensor_records(arr, codec)}
     # (what a Reader checks a whole read against: the transform, as the delta's document
     # also declares it, and the tensor's CRC32C)
     # (and each chunk's: a slice checks the chunks it decodes, delta_slices.py)
-    records["chunk_crc32c"], records["crc32c"] = chunk_crcs(arr, chunks[0] if chunks else 0)
-    records["transform"] = transform
-    doc = documents.array_doc(tmpl, arr.shape, chunks, shards, dims, {layout.ATTRS_KEY: records})
+    recorded["chunk_crc32c"], recorded["crc32c"] = chunk_crcs(arr, chunks[0] if chunks else 0)
+    recorded["transform"] = transform
+    doc = documents.array_doc(tmpl, arr.shape, chunks, shards, dims, {layout.ATTRS_KEY: recorded})
     tensor_doc = documents.template(arr.dtype, arr.ndim, codec, shards is not None).doc
     objects = ((f"{node}/{k}", v) for k, v in encoding.objects(coded, tmpl, chunks, shards))
     return objects, delta.delta_doc(doc, tensor_doc, transform, where)

@@ -19,9 +19,6 @@ import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import numpy as np
-
-from nncodecs import _core
 from nncodecs.container.kept import kept_entries
 from nncodecs.container.names import escape, legacy_escape, unescape
 from nncodecs.errors import CorruptDataError, NNCodecsError, NotAContainerError
@@ -55,11 +52,8 @@ __all__ = [
     "committed_from_docs",
     "open_container",
     "root_attrs",
-    "shape_problem",
-    "shape_records",
     "tensor_name",
     "tensor_order",
-    "tensor_records",
 ]
 
 VERSION = 1
@@ -85,45 +79,6 @@ RECORDS_MIN_GAIN = 0.005
 #: vocabulary and header, a tokenizer: text, where zstd 19 stores a fifth less than 3,
 #: at a few MB/s: a fraction of a second for files this size).
 KEPT_TUNING, KEPT_TUNED_BYTES = (("zstd_level", 19),), 8 << 20
-
-
-def shape_records(arr: Any) -> dict[str, Any]:
-    """The ``shape`` and ``dtype`` records of an array (what its Zarr metadata must say)."""
-    from nncodecs.dtypes import dtype_name
-
-    return {"shape": [int(d) for d in arr.shape], "dtype": dtype_name(arr.dtype)}
-
-
-def tensor_records(arr: Any, codec: str) -> dict[str, Any]:
-    """A tensor's integrity records: every chunk written, its shape and dtype (a
-    Reader compares them with the Zarr metadata), and for codecs without a
-    checksum of their own (UNCHECKED_CODECS) the CRC32C of its bytes."""
-    out: dict[str, Any] = {"chunks": CHUNKS_ALL, **shape_records(arr)}
-    if codec in UNCHECKED_CODECS:
-        out["crc32c"] = int(_core.crc32c(np.ascontiguousarray(arr).reshape(-1).view(np.uint8)))
-    return out
-
-
-def shape_problem(z: Any, attrs: Any) -> str | None:
-    """How an array's Zarr metadata contradicts its ``shape`` / ``dtype`` records
-    (``None``: it does not, or there are none, as in containers written before them)."""
-    from nncodecs.dtypes import dtype_name
-
-    if not isinstance(attrs, dict):
-        return None
-    shape, dtype = attrs.get("shape"), attrs.get("dtype")
-    if shape is not None and not isinstance(shape, list):
-        return f"its shape record {shape!r} is damaged"
-    if shape is not None and list(shape) != [int(d) for d in z.shape]:
-        return f"its zarr.json says shape {list(z.shape)}, its records {list(shape)}"
-    if dtype is not None:
-        try:
-            found = dtype_name(z.dtype)
-        except TypeError:
-            found = str(z.dtype)
-        if found != dtype:
-            return f"its zarr.json says dtype {found}, its records {dtype}"
-    return None
 
 
 def chunking(
@@ -212,9 +167,13 @@ class Member:
     """A committed tensor of a container: its Zarr node made on first use."""
 
     def __init__(
-        self, layout: str, attrs: dict[str, Any], load: Callable[[], Any], doc: Any = None,
+        self,
+        layout: str,
+        attrs: dict[str, Any],
+        load: Callable[[], Any],
+        doc: Any = None,
         path: str = "",
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.layout = layout  # dense, csr, csc, coo, mxfp4, nvfp4 or records
         self.path = path  # its node (escape(name), or legacy_escape(name) in older containers)
         self.attrs = attrs  # its attributes under ATTRS_KEY

@@ -41,9 +41,14 @@ class Reader:
     """
 
     def __init__(
-        self, target: Any, threads: int | None = None, storage_options: dict | None = None,
-        references: Any = None, *, _chain: tuple[str, ...] = (),
-    ) -> None:  # fmt: skip
+        self,
+        target: Any,
+        threads: int | None = None,
+        storage_options: dict | None = None,
+        references: Any = None,
+        *,
+        _chain: tuple[str, ...] = (),
+    ) -> None:
         if threads is not None:
             set_threads(threads)
         self._closed = False

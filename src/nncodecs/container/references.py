@@ -38,8 +38,10 @@ def recorded_location(container: Any, reference: Any) -> str:
     if here is not None and there is not None:
         # (the paths as named first, so a reference that is a link beside the container,
         # as in a Hugging Face cache, is recorded by its own name, then as resolved)
-        for base, target in ((_absolute(here).parent, _absolute(there)),
-                             (here.resolve().parent, there.resolve())):  # fmt: skip
+        for base, target in (
+            (_absolute(here).parent, _absolute(there)),
+            (here.resolve().parent, there.resolve()),
+        ):
             try:
                 return target.relative_to(base).as_posix()
             except ValueError:

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from nncodecs.container import delta, layout
+from nncodecs.container import delta, layout, records
 from nncodecs.container.delta_writes import against, delta_objects
 from nncodecs.container.references import recorded_location
 from nncodecs.container.tasks import TensorPlan, TensorRecord, little, write_objects
@@ -112,8 +112,8 @@ def write_tensor(
     else:
         attrs.pop("duplicate", None)
         tmpl = p.template()
-        records = {**attrs, **layout.tensor_records(arr, p.codec)}
-        doc = documents.array_doc(tmpl, p.shape, chunks, shards, dims, {layout.ATTRS_KEY: records})
+        recorded = {**attrs, **records.tensor_records(arr, p.codec)}
+        doc = documents.array_doc(tmpl, p.shape, chunks, shards, dims, {layout.ATTRS_KEY: recorded})
         objects = ((f"{p.node}/{k}", v) for k, v in encoding.objects(arr, tmpl, chunks, shards))
     write_objects(target, storage_options, dict(objects))
     return TensorRecord(

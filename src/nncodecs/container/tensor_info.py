@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
-from nncodecs.container import layout
+from nncodecs.container import records
 from nncodecs.container.declared import codec_label, doc_dtype
 from nncodecs.container.delta import delta_config
 from nncodecs.dtypes import dtype_name
@@ -49,7 +49,7 @@ def info_from_doc(name: str, doc: Any, attrs: Any, stored_bytes: int) -> TensorI
         config = delta_config(doc)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise CorruptDataError(f"tensor {name!r}: unreadable metadata ({exc})") from None
-    problem = layout.shape_problem(SimpleNamespace(shape=shape, dtype=dtype), attrs)
+    problem = records.shape_problem(SimpleNamespace(shape=shape, dtype=dtype), attrs)
     if problem is not None:
         raise CorruptDataError(f"tensor {name!r}: {problem}")
     return TensorInfo(

@@ -6,7 +6,7 @@ from typing import Any, Self
 
 import numpy as np
 
-from nncodecs.container import composite, kept, layout
+from nncodecs.container import composite, kept, layout, records
 from nncodecs.container.adopting import adopted
 from nncodecs.container.arrays import to_host_array
 from nncodecs.container.composite_writes import composite_arrays
@@ -313,9 +313,11 @@ class Writer:
         tmpl = documents.template(arr.dtype, arr.ndim, codec, shards is not None, tuning)
         for key, data in encoding.objects(arr, tmpl, chunks, shards):
             self._objects.object(f"{path}/{key}", data)
-        attrs = {**attrs, **layout.tensor_records(arr, codec)}
-        self._queue_doc(path, documents.array_doc(tmpl, arr.shape, chunks, shards, dims,
-                                             {layout.ATTRS_KEY: attrs}))  # fmt: skip
+        attrs = {**attrs, **records.tensor_records(arr, codec)}
+        self._queue_doc(
+            path,
+            documents.array_doc(tmpl, arr.shape, chunks, shards, dims, {layout.ATTRS_KEY: attrs}),
+        )
 
     def _queue_doc(self, path: str, doc: dict[str, Any]) -> None:
         self._docs[path] = doc

@@ -171,8 +171,9 @@ def archive(
                 finals.append((temp_path(named), named))
                 m.target = str(finals[-1][0])
         if delta:
-            result = run_chain(models, places, storage_options, codec, chunk_bytes, scheduler,
-                               progress, max_chain)  # fmt: skip
+            result = run_chain(
+                models, places, storage_options, codec, chunk_bytes, scheduler, progress, max_chain
+            )
         else:
             result = run(models, storage_options, codec, chunk_bytes, scheduler, progress)
         for m in models:

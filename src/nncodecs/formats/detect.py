@@ -12,8 +12,15 @@ __all__ = ["EXACT_FORMATS", "INDEX", "READ_FORMATS", "WRITE_FORMATS", "detect_fo
 #: What nncodecs reads (compress, info, convert): the one list that help, errors and docs show.
 READ_FORMATS = ("safetensors", "GGUF", "npz", "torch", "ONNX", "ztensor")
 #: What a container is restored to (decompress, convert): the output suffix picks one.
-WRITE_FORMATS = {".safetensors": "safetensors", ".npz": "npz", ".gguf": "gguf", ".onnx": "onnx",
-                 ".pt": "torch", ".pth": "torch", ".bin": "torch"}  # fmt: skip
+WRITE_FORMATS = {
+    ".safetensors": "safetensors",
+    ".npz": "npz",
+    ".gguf": "gguf",
+    ".onnx": "onnx",
+    ".pt": "torch",
+    ".pth": "torch",
+    ".bin": "torch",
+}
 #: Formats restored byte-identical from a container made from them.
 EXACT_FORMATS = ("safetensors", "gguf", "onnx", "torch")
 #: The shard index of a safetensors snapshot directory.

@@ -16,6 +16,7 @@ __all__ = ["BLOCK_FIELDS"]
 _H, _U8, _I8, _U16 = "float16", "uint8", "int8", "uint16"
 
 #: {GGML type name: [(field, dtype, count), ...]} in block order.
+# (not formatted: a table, one GGML block type a line, its fields in block order)
 # fmt: off
 BLOCK_FIELDS: dict[str, list[tuple[str, str, int]]] = {
     "Q4_0": [("d", _H, 1), ("qs", _U8, 16)],

@@ -29,8 +29,15 @@ from nncodecs.formats.spliced import spliced_metadata
 
 __all__ = ["GgufSource"]
 
-_GGUF_TYPED = {"F32": np.float32, "F16": np.float16, "F64": np.float64, "I8": np.int8,
-               "I16": np.int16, "I32": np.int32, "I64": np.int64}  # fmt: skip
+_GGUF_TYPED = {
+    "F32": np.float32,
+    "F16": np.float16,
+    "F64": np.float64,
+    "I8": np.int8,
+    "I16": np.int16,
+    "I32": np.int32,
+    "I64": np.int64,
+}
 
 
 class GgufSource(Source):

@@ -52,8 +52,13 @@ def merged_metadata(metadatas: list[dict[str, str]]) -> dict[str, str]:
                 records.append(rec)
         if len({rec["file"] for rec in records}) != len(records):
             raise ValueError("the containers' files cannot be given distinct names")
-        out.update({"source.format": "safetensors", "source.files": json.dumps(records),
-                    "source.layout": "directory"})  # fmt: skip
+        out.update(
+            {
+                "source.format": "safetensors",
+                "source.files": json.dumps(records),
+                "source.layout": "directory",
+            }
+        )
         out.pop("source.index", None)  # each index described one model's shards
     return out
 
@@ -88,7 +93,14 @@ def merge_containers(
     kept = has_places(meta, meta.get("source.format", ""))
     mode = strictest(list(inputs))  # (the merged container: as private as its inputs)
     with made_parents(local), created_mode(mode):
-        merge(sources, target, codec=codec, metadata=meta, overwrite=force, keep_hidden=kept,
-              references=references)  # fmt: skip
+        merge(
+            sources,
+            target,
+            codec=codec,
+            metadata=meta,
+            overwrite=force,
+            keep_hidden=kept,
+            references=references,
+        )
     if mode is not None and local is not None and local.is_file() and not local.is_symlink():
         os.chmod(local, mode)

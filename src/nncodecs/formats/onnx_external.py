@@ -48,12 +48,14 @@ def external_records(base: Path, places: dict[str, list[Place]]) -> str:
     for location, items in places.items():
         path = base / location
         meta = spliced_metadata(path, "x", items)
-        out.append({
-            "file": location,
-            "ranges": json.loads(meta["source.x.ranges"]),
-            "gap_spans": json.loads(meta["source.x.gap_spans"]),
-            "crc32c": file_digests(path)["crc32c"],
-        })  # fmt: skip
+        out.append(
+            {
+                "file": location,
+                "ranges": json.loads(meta["source.x.ranges"]),
+                "gap_spans": json.loads(meta["source.x.gap_spans"]),
+                "crc32c": file_digests(path)["crc32c"],
+            }
+        )
     return json.dumps(out)
 
 

@@ -113,8 +113,11 @@ def decompress(
                 f"cannot write {fmt!r}: choose {', '.join(dict.fromkeys(WRITE_FORMATS.values()))}"
             )
         if fmt in SPLICED and not has_places(r.metadata, fmt):
-            kind = {"onnx": "an ONNX file", "gguf": "a GGUF file",
-                    "torch": "a zip checkpoint whose tensors are whole storages"}[fmt]  # fmt: skip
+            kind = {
+                "onnx": "an ONNX file",
+                "gguf": "a GGUF file",
+                "torch": "a zip checkpoint whose tensors are whole storages",
+            }[fmt]
             why = r.metadata.get(f"source.{fmt}.inexact")  # (what its own source lacked)
             why = f" (its source {why})" if source == fmt and why else ""
             raise ValueError(

@@ -114,8 +114,10 @@ class SafetensorsSource(Source):
                 if path.is_symlink():
                     inside(path, root)
                     if path.is_dir():  # (os.walk does not follow it: its files would be lost)
-                        raise ValueError(f"{path}: a link to a directory, which nncodecs does "
-                                         "not follow: nothing was written")  # fmt: skip
+                        raise ValueError(
+                            f"{path}: a link to a directory, which nncodecs does "
+                            "not follow: nothing was written"
+                        )
                 if name in dirs:
                     continue
                 rel = path.relative_to(root).as_posix()

@@ -113,8 +113,18 @@ class FileRows:
 #: What the parsers of other packages a Source calls (zipfile, json, NumPy's npz, the
 #: ``gguf`` package, onnx, the bz2 / lzma decompressors) raise on damaged bytes, besides a
 #: plain ValueError; RecursionError: JSON or a protobuf nested beyond Python's stack.
-_DAMAGED = (zipfile.BadZipFile, zlib.error, lzma.LZMAError, EOFError, NotImplementedError,
-            struct.error, KeyError, IndexError, OverflowError, RecursionError)  # fmt: skip
+_DAMAGED = (
+    zipfile.BadZipFile,
+    zlib.error,
+    lzma.LZMAError,
+    EOFError,
+    NotImplementedError,
+    struct.error,
+    KeyError,
+    IndexError,
+    OverflowError,
+    RecursionError,
+)
 #: Damage only where another package raised them (zipfile's RuntimeError for an entry
 #: flagged encrypted, its KeyError for a missing one): raised in nncodecs' own code they
 #: are a gap of nncodecs (a finding), and pass as they are.
@@ -175,8 +185,12 @@ class Source:
         if self._tensors is None:
             with damaged_file(self.path, self.format):
                 listed = self._list()
-            self._tensors = [t if t.load is None else dataclasses.replace(
-                t, load=_guarded(t.load, self.path, self.format)) for t in listed]  # fmt: skip
+            self._tensors = [
+                t
+                if t.load is None
+                else dataclasses.replace(t, load=_guarded(t.load, self.path, self.format))
+                for t in listed
+            ]
         return self._tensors
 
     def arrays(self) -> Iterator[tuple[str, Any]]:

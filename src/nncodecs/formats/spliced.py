@@ -102,8 +102,11 @@ def _read_spans(path: Path, spans: list[list[int]]) -> tuple[np.ndarray, list[in
 
 
 def _split(data: bytes, sizes: Any) -> list[Any]:
-    if not (isinstance(sizes, list) and all(type(n) is int and n >= 0 for n in sizes)
-            and sum(sizes) == len(data)):  # fmt: skip
+    if not (
+        isinstance(sizes, list)
+        and all(type(n) is int and n >= 0 for n in sizes)
+        and sum(sizes) == len(data)
+    ):
         raise ValueError(f"gap sizes that do not add up to the {len(data)} bytes kept")
     ends = np.cumsum([0, *sizes]).tolist()
     view = memoryview(data)  # (slices of the one read, not copies)
@@ -154,14 +157,19 @@ def splice(r: Any, out: Any, ranges: Any, gaps: list[bytes], what: str) -> None:
     ``ranges`` (checked: at its recorded offset and size, a tensor of the container
     ``r``), the last gap after them."""
     if not isinstance(ranges, list) or len(gaps) != len(ranges) + 1:
-        raise CorruptDataError(f"the container's {what} records are damaged (one gap more "
-                               "than tensors expected)")  # fmt: skip
+        raise CorruptDataError(
+            f"the container's {what} records are damaged (one gap more than tensors expected)"
+        )
     with out.open("wb") if isinstance(out, Path) else contextlib.nullcontext(out) as f:
         for gap, item in zip(gaps, ranges, strict=False):
             if not (
-                isinstance(item, list) and len(item) == 4 and isinstance(item[0], str)
-                and item[0] in r and isinstance(item[1], int) and isinstance(item[2], int)
-            ):  # fmt: skip
+                isinstance(item, list)
+                and len(item) == 4
+                and isinstance(item[0], str)
+                and item[0] in r
+                and isinstance(item[1], int)
+                and isinstance(item[2], int)
+            ):
                 raise CorruptDataError(f"the container's {what} record {item!r} is damaged")
             name, start, size, _ = item
             f.write(gap)
@@ -194,8 +202,13 @@ def check_spliced(r: Any, fmt: str) -> int:
     what = fmt.upper()
     try:
         ranges = json.loads(r.metadata[f"source.{fmt}.ranges"])
-        files = [(ranges, _gaps(r, fmt), {k: r.metadata.get(f"source.{k}")
-                                          for k in ("crc32c", "sha256")})]  # fmt: skip
+        files = [
+            (
+                ranges,
+                _gaps(r, fmt),
+                {k: r.metadata.get(f"source.{k}") for k in ("crc32c", "sha256")},
+            )
+        ]
         for record in json.loads(r.metadata.get(f"source.{fmt}.external", "[]")):
             files.append((record["ranges"], record_gaps(r, record), {"crc32c": record["crc32c"]}))
     except (KeyError, ValueError, TypeError, AttributeError) as exc:

@@ -51,8 +51,13 @@ class TorchSource(Source):
                     f"bytes of a storage of {t.untyped_storage().nbytes()}): save it "
                     ".contiguous()"
                 )
-            view = (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape),
-                    tuple(t.stride()), t.dtype)  # fmt: skip
+            view = (
+                t.untyped_storage().data_ptr(),
+                t.storage_offset(),
+                tuple(t.shape),
+                tuple(t.stride()),
+                t.dtype,
+            )
             if t.numel() and view in seen:
                 self._ties[name] = seen[view]
             seen.setdefault(view, name)

@@ -16,9 +16,21 @@ from nncodecs.formats.source import Source, Tensor
 
 __all__ = ["ZtensorSource"]
 
-_ZT_DTYPES = {"f64": "float64", "f32": "float32", "f16": "float16", "bf16": "bfloat16",
-               "i64": "int64", "i32": "int32", "i16": "int16", "i8": "int8", "u64": "uint64",
-               "u32": "uint32", "u16": "uint16", "u8": "uint8", "bool": "bool"}  # fmt: skip
+_ZT_DTYPES = {
+    "f64": "float64",
+    "f32": "float32",
+    "f16": "float16",
+    "bf16": "bfloat16",
+    "i64": "int64",
+    "i32": "int32",
+    "i16": "int16",
+    "i8": "int8",
+    "u64": "uint64",
+    "u32": "uint32",
+    "u16": "uint16",
+    "u8": "uint8",
+    "bool": "bool",
+}
 
 
 _CSR = ("zt.sparse_csr/1", "sparse_csr")

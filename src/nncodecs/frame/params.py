@@ -109,8 +109,10 @@ MIN_GAIN = Param("min_gain", 0.05, _min_gain)
 CODER = Param("coder", "auto", _coder)
 DTYPE = Param("dtype", None, _dtype)
 
-FRAME_PARAMS = {p.name: p for p in (PLANES, PRECISION, SUBBLOCK_LOG2, CHECKSUM, ZSTD_LEVEL,
-                                    MIN_GAIN, CODER, DTYPE)}  # fmt: skip
+FRAME_PARAMS = {
+    p.name: p
+    for p in (PLANES, PRECISION, SUBBLOCK_LOG2, CHECKSUM, ZSTD_LEVEL, MIN_GAIN, CODER, DTYPE)
+}
 
 
 #: The precision field of Huffman frames (the Huffman codec has none): no chunk reads
@@ -191,8 +193,9 @@ def _coder_schema(*params: Param) -> Schema:
 RANS = _coder_schema(PLANES, PRECISION, SUBBLOCK_LOG2, CHECKSUM, DTYPE)
 HUFFMAN = _coder_schema(PLANES, SUBBLOCK_LOG2, CHECKSUM, DTYPE)
 AUTO = _coder_schema(PLANES, PRECISION, SUBBLOCK_LOG2, CHECKSUM, ZSTD_LEVEL, MIN_GAIN, DTYPE)
-WEIGHTS = Schema((CODER, DTYPE, PRECISION, SUBBLOCK_LOG2, CHECKSUM, ZSTD_LEVEL, MIN_GAIN),
-                 threads=True)  # fmt: skip
+WEIGHTS = Schema(
+    (CODER, DTYPE, PRECISION, SUBBLOCK_LOG2, CHECKSUM, ZSTD_LEVEL, MIN_GAIN), threads=True
+)
 
 
 def frame_settings(settings: dict[str, Any], dtype: Any) -> dict[str, Any]:

@@ -48,15 +48,21 @@ __all__ = ["decode_frames", "decode_on"]
 
 
 def _decode_whole(
-    backend: Backend, frame: np.ndarray | None, device_frame: Any, max_decoded: int,
-    layout: str, elements: bool, planes: int | None,
-) -> np.ndarray:  # fmt: skip
+    backend: Backend,
+    frame: np.ndarray | None,
+    device_frame: Any,
+    max_decoded: int,
+    layout: str,
+    elements: bool,
+    planes: int | None,
+) -> np.ndarray:
     """A whole-input zstd frame decoded on the CPU (no GPU kernel for zstd)."""
     if elements and planes is None:
         raise ValueError("decode_frames: a whole-input zstd frame of elements needs planes=")
     host = frame if frame is not None else backend.to_host(device_frame)
-    out = decode_frame(host, max_decoded=max_decoded, elements=elements, layout=layout,
-                       planes=planes)  # fmt: skip
+    out = decode_frame(
+        host, max_decoded=max_decoded, elements=elements, layout=layout, planes=planes
+    )
     return np.asarray(out).reshape(-1).view(np.uint8)
 
 
@@ -78,9 +84,13 @@ def decode_on(
     planes one after another. See :func:`decode_frames`.
     """
     return decode_frames(
-        backend, [frame], max_decoded=[max_decoded], layouts=[layout], elements=elements,
+        backend,
+        [frame],
+        max_decoded=[max_decoded],
+        layouts=[layout],
+        elements=elements,
         device_frames=[device_frame],
-    )[0]  # fmt: skip
+    )[0]
 
 
 def decode_frames(
@@ -127,23 +137,30 @@ def decode_frames(
             raise ValueError(f"decode_frames: frame {i} is neither on the host nor on the device")
         on_device = frames[i] is None
         dev = device_frames[i]
-        prefix = (backend.to_host(dev[: min(int(dev.size), planning.PREFIX_BYTES)])
-                  if on_device else frames[i])  # fmt: skip
+        prefix = (
+            backend.to_host(dev[: min(int(dev.size), planning.PREFIX_BYTES)])
+            if on_device
+            else frames[i]
+        )
         if prefix[:4].tobytes() in WHOLE_MAGICS:
             if dtypes:
                 host = frames[i] if frames[i] is not None else backend.to_host(device_frames[i])
                 check_frame_element(frame_element(host), dtypes[i])
             k = planes[i] if planes else None
-            hosted[i] = _decode_whole(backend, frames[i], device_frames[i], max_decoded[i],
-                                      layouts[i], elements, k)  # fmt: skip
+            hosted[i] = _decode_whole(
+                backend, frames[i], device_frames[i], max_decoded[i], layouts[i], elements, k
+            )
             if elements and not as_stored and k and k > 1:
                 host = frames[i] if frames[i] is not None else backend.to_host(device_frames[i])
                 if big_endian_frame(host):  # (the CPU gave them back big-endian)
                     hosted[i] = hosted[i].reshape(-1, k)[:, ::-1].copy().reshape(-1)
             plans.append(None)
             continue
-        plan = (device_plan(backend, device_frames[i], max_decoded[i], prefix) if on_device
-                else plan_decode(frames[i], max_decoded[i]))  # fmt: skip
+        plan = (
+            device_plan(backend, device_frames[i], max_decoded[i], prefix)
+            if on_device
+            else plan_decode(frames[i], max_decoded[i])
+        )
         assert plan is not None
         if plan.big_endian and not elements:
             raise ValueError(
@@ -199,9 +216,23 @@ def decode_frames(
         k, chunks = plan.planes, plan.chunks
         fused = fused_chunks(plan) if elements else np.zeros(chunks, np.uint8)
         in_fused = fused[plan.rans_chunk].astype(bool)
-        descs[d] = (frame_at[d], out_at[i], planes_at, external_at.get(i, 0), rows_at,
-                    plan.row_length, plan.symbols, k, chunks, codes[i], sources_at,
-                    plan.precision, plan.subblock_log2, 0 if elements else 1, 0)  # fmt: skip
+        descs[d] = (
+            frame_at[d],
+            out_at[i],
+            planes_at,
+            external_at.get(i, 0),
+            rows_at,
+            plan.row_length,
+            plan.symbols,
+            k,
+            chunks,
+            codes[i],
+            sources_at,
+            plan.precision,
+            plan.subblock_log2,
+            0 if elements else 1,
+            0,
+        )
         recs = plan.rans.copy()
         recs["desc"] = d
         records.append((recs, in_fused, i, plan))
@@ -210,8 +241,11 @@ def decode_frames(
         merge.append(tasks)
         if plan.checksum is not None:
             t = np.zeros(k * chunks, CRC_TASK)
-            t["desc"], t["plane"], t["chunk"] = d, np.repeat(np.arange(k), chunks), np.tile(
-                np.arange(chunks), k)  # fmt: skip
+            t["desc"], t["plane"], t["chunk"] = (
+                d,
+                np.repeat(np.arange(k), chunks),
+                np.tile(np.arange(chunks), k),
+            )
             t["from_elements"][(k - 1) * chunks :] = fused
             crc.append(t)
         sources.append(plan.sources)
@@ -223,14 +257,17 @@ def decode_frames(
     dev_sources = backend.to_device(np.concatenate(sources).view(np.uint8))
     dev_rows = backend.to_device(np.concatenate(rows))
     dev_planes = backend.empty(max(planes_at, 1))
-    dev_external = backend.to_device(np.concatenate(external_parts)) if external_parts else (
-        backend.empty(1))  # fmt: skip
+    dev_external = (
+        backend.to_device(np.concatenate(external_parts)) if external_parts else (backend.empty(1))
+    )
 
     # Every launch first; the statuses are read once (one wait for the device).
     checks = []
     for fused_kind, kernel in ((False, "rans_decode_chunks"), (True, "rans_decode_merge")):
-        picked = [(recs[f == fused_kind], i, plan, np.flatnonzero(f == fused_kind))
-                  for recs, f, i, plan in records]  # fmt: skip
+        picked = [
+            (recs[f == fused_kind], i, plan, np.flatnonzero(f == fused_kind))
+            for recs, f, i, plan in records
+        ]
         table = np.concatenate([p[0] for p in picked])
         if not table.size:
             continue
@@ -242,18 +279,39 @@ def decode_frames(
     merge_table = np.concatenate(merge)
     if merge_table.size:
         backend.launch(
-            "merge_chunks", merge_table.size, MERGE_BLOCK,
-            (dev_descs, backend.to_device(merge_table.view(np.uint8)), dev_frames, dev_planes,
-             dev_external, dev_sources, dev_rows, out),
-        )  # fmt: skip
+            "merge_chunks",
+            merge_table.size,
+            MERGE_BLOCK,
+            (
+                dev_descs,
+                backend.to_device(merge_table.view(np.uint8)),
+                dev_frames,
+                dev_planes,
+                dev_external,
+                dev_sources,
+                dev_rows,
+                out,
+            ),
+        )
     if crc:
         crc_table = np.concatenate(crc)
         crcs = backend.empty(4 * crc_table.size)
         backend.launch(
-            "crc_chunks", crc_table.size, getattr(backend, "crc_block", CRC_BLOCK),
-            (dev_descs, backend.to_device(crc_table.view(np.uint8)), dev_frames, dev_planes,
-             dev_external, dev_sources, dev_rows, out, crcs),
-        )  # fmt: skip
+            "crc_chunks",
+            crc_table.size,
+            getattr(backend, "crc_block", CRC_BLOCK),
+            (
+                dev_descs,
+                backend.to_device(crc_table.view(np.uint8)),
+                dev_frames,
+                dev_planes,
+                dev_external,
+                dev_sources,
+                dev_rows,
+                out,
+                crcs,
+            ),
+        )
     _raise_for_status(backend, checks, name)
     if crc:
         values = backend.to_host(crcs).view("<u4")

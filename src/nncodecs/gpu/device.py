@@ -124,10 +124,16 @@ def decode_weights_on_device(
         )
     with _stream(backend, like):
         flats = decode_frames(
-        backend, hosts, max_decoded=limits, layouts=[float_layout(target)] * len(frames),
-        elements=True, device_frames=devices, planes=[target.itemsize] * len(frames),
-        dtypes=[name] * len(frames), as_stored=False,
-    )  # fmt: skip
+            backend,
+            hosts,
+            max_decoded=limits,
+            layouts=[float_layout(target)] * len(frames),
+            elements=True,
+            device_frames=devices,
+            planes=[target.itemsize] * len(frames),
+            dtypes=[name] * len(frames),
+            as_stored=False,
+        )
     out = []
     for flat, shape in zip(flats, shapes, strict=True):
         nbytes = int(flat.size)

@@ -62,10 +62,20 @@ def encode_rans(
     states = backend.empty(total_subs * 128)
     nwords = backend.empty(total_subs * 4)
     backend.launch(
-        "rans_encode_chunks", chosen.size, RANS_BLOCK,
-        (planes_dev, backend.to_device(records.view(np.uint8)), backend.to_device(freqs),
-         np.uint32(precision), np.uint32(subblock_log2), words, states, nwords),
-    )  # fmt: skip
+        "rans_encode_chunks",
+        chosen.size,
+        RANS_BLOCK,
+        (
+            planes_dev,
+            backend.to_device(records.view(np.uint8)),
+            backend.to_device(freqs),
+            np.uint32(precision),
+            np.uint32(subblock_log2),
+            words,
+            states,
+            nwords,
+        ),
+    )
     per_chunk = np.add.reduceat(u32(backend, nwords).astype(np.int64), first_sub[:-1])
     sizes = np.diff(table_at) + (4 + 128) * subs + 2 * per_chunk
     return {
@@ -127,14 +137,24 @@ def assemble(
     out = backend.empty(int(frame_at[-1]))
     for t, h in enumerate(heads):
         out[int(frame_at[t]) : int(frame_at[t]) + len(h)] = backend.to_device(
-            np.frombuffer(h, np.uint8))  # fmt: skip
+            np.frombuffer(h, np.uint8)
+        )
     if pieces.size:
         dummy = backend.empty(1)
         backend.launch(
-            "assemble_frame", pieces.size, STATS_BLOCK,
-            (backend.to_device(pieces.view(np.uint8)), planes_dev,
-             backend.to_device(np.frombuffer(bytes(host) or b"\0", np.uint8)),
-             rans.get("tables", dummy), rans.get("words", dummy), rans.get("states", dummy),
-             rans.get("nwords", dummy), np.uint32(subblock_log2), out),
-        )  # fmt: skip
+            "assemble_frame",
+            pieces.size,
+            STATS_BLOCK,
+            (
+                backend.to_device(pieces.view(np.uint8)),
+                planes_dev,
+                backend.to_device(np.frombuffer(bytes(host) or b"\0", np.uint8)),
+                rans.get("tables", dummy),
+                rans.get("words", dummy),
+                rans.get("states", dummy),
+                rans.get("nwords", dummy),
+                np.uint32(subblock_log2),
+                out,
+            ),
+        )
     return [out[int(frame_at[t]) : int(frame_at[t + 1])] for t in range(len(heads))]

@@ -83,8 +83,9 @@ def plan_decode(frame: np.ndarray, max_decoded: int, total_len: int = 0) -> Deco
     at_planes = plane * np.uint64(n) + first
     sources = np.zeros(k * chunks, PLANE_SOURCE)
     raw, const, coded = modes == MODE_RAW, modes == MODE_CONSTANT, modes == MODE_RANS
-    sources["kind"] = np.select([raw, const, coded], [FROM_FRAME, CONSTANT, FROM_PLANES],
-                                FROM_EXTERNAL)  # fmt: skip
+    sources["kind"] = np.select(
+        [raw, const, coded], [FROM_FRAME, CONSTANT, FROM_PLANES], FROM_EXTERNAL
+    )
     sources["offset"] = np.where(raw, offsets, np.where(const, 0, at_planes))
     sources["value"] = np.where(const, info["values"], 0)
     r = np.flatnonzero(coded)

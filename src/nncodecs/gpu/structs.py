@@ -140,11 +140,17 @@ ENCODE_TASK = np.dtype([("desc", "<u4"), ("plane", "<u4"), ("index", "<u4"), ("p
 
 def _check_layouts() -> None:
     """Each record type against its C++ struct: size and field offsets."""
-    for dtype, name in ((RANS_CHUNK, "RansChunk"), (PLANE_SOURCE, "PlaneSource"),
-                        (FRAME_DESC, "FrameDesc"), (MERGE_TASK, "MergeTask"),
-                        (CRC_TASK, "CrcTask"), (ENCODE_CHUNK, "EncodeChunk"),
-                        (FRAME_PIECE, "FramePiece"), (ENCODE_DESC, "EncodeDesc"),
-                        (ENCODE_TASK, "EncodeTask")):  # fmt: skip
+    for dtype, name in (
+        (RANS_CHUNK, "RansChunk"),
+        (PLANE_SOURCE, "PlaneSource"),
+        (FRAME_DESC, "FrameDesc"),
+        (MERGE_TASK, "MergeTask"),
+        (CRC_TASK, "CrcTask"),
+        (ENCODE_CHUNK, "EncodeChunk"),
+        (FRAME_PIECE, "FramePiece"),
+        (ENCODE_DESC, "EncodeDesc"),
+        (ENCODE_TASK, "EncodeTask"),
+    ):
         size, offsets = GPU_STRUCTS[name]
         ours = {field: dtype.fields[field][1] for field in dtype.names}
         if dtype.itemsize != size or ours != offsets:

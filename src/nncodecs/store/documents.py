@@ -5,7 +5,7 @@ one read-back and one attribute rewrite per array, each a trip through
 Zarr's event loop). Each array's document is the *template* of its kind of
 array (element type, rank, codec, sharded or not) with its shape, chunk
 shapes, dimension names and attributes put in. The weights codec's templates
-are made here, as Zarr makes them (``tests/test_container_direct.py``
+are made here, as Zarr makes them (``tests/store/test_documents.py``
 compares every kind with Zarr's own, on each Zarr version), so that writing
 local files needs no Zarr; Zarr makes the others (zstd, raw) in memory.
 Documents are written as compact JSON. A template also holds its chunk
@@ -115,8 +115,12 @@ def _template(dtype: np.dtype, ndim: int, codec: str, sharded: bool, tuning: tup
     codecs = [weights]
     if sharded:
         index = storage.SHARD_INDEX
-        config = {"chunk_shape": [1] * ndim, "codecs": [weights], "index_codecs": index,
-                  "index_location": "end"}  # fmt: skip
+        config = {
+            "chunk_shape": [1] * ndim,
+            "codecs": [weights],
+            "index_codecs": index,
+            "index_location": "end",
+        }
         codecs = [{"name": "sharding_indexed", "configuration": config}]
     doc = {
         "shape": [2] * ndim,

@@ -21,7 +21,8 @@ from nncodecs.errors import CorruptDataError, NotAContainerError
 from nncodecs.extras import need_for_url
 from nncodecs.outputs import is_chained, is_url
 from nncodecs.store import storage, zarr_nodes
-from nncodecs.store.files import ContainerFiles, check_zip, is_zip_target
+from nncodecs.store.files import ContainerFiles, is_zip_target
+from nncodecs.store.zip_entries import check_zip
 
 __all__ = ["CheckedStore", "describe_target", "files_of", "open_store", "zarr_store"]
 

@@ -19,8 +19,13 @@ import numpy as np
 from nncodecs.errors import CorruptDataError
 
 __all__ = [
-    "DOC_KEYS", "array_from_doc", "data_type", "doc_dtype", "open_group_node", "zarr_with_types",
-]  # fmt: skip
+    "DOC_KEYS",
+    "array_from_doc",
+    "data_type",
+    "doc_dtype",
+    "open_group_node",
+    "zarr_with_types",
+]
 
 
 def zarr_with_types() -> Any:
@@ -57,9 +62,20 @@ def array_from_doc(store: Callable[[], Any], path: str, doc: dict[str, Any]) -> 
 #: :mod:`nncodecs.container.declared`) take; a document with any other goes through
 #: Zarr's own parser (which refuses what it does not know).
 DOC_KEYS = frozenset(
-    ("zarr_format", "node_type", "shape", "data_type", "chunk_grid", "chunk_key_encoding",
-     "fill_value", "codecs", "attributes", "dimension_names", "storage_transformers")
-)  # fmt: skip
+    (
+        "zarr_format",
+        "node_type",
+        "shape",
+        "data_type",
+        "chunk_grid",
+        "chunk_key_encoding",
+        "fill_value",
+        "codecs",
+        "attributes",
+        "dimension_names",
+        "storage_transformers",
+    )
+)
 
 
 def _metadata(doc: dict[str, Any]) -> Any:

@@ -19,8 +19,8 @@ from pathlib import PurePosixPath
 
 from nncodecs.errors import CorruptDataError
 from nncodecs.outputs import _remove, check_output, publish, temp_path, uninterrupted
-from nncodecs.store.files import zip_problems
 from nncodecs.store.output import LockedOutput, remove_settled
+from nncodecs.store.zip_entries import zip_problems
 from nncodecs.store.zip_writer import ZipWriter
 from nncodecs.writeback import Writeback
 

@@ -9,7 +9,7 @@ missing) over bytes already in memory, so the header is written once, right.
 The central directory is written by :meth:`ZipWriter.close`, or into a copy of the
 file by :meth:`ZipWriter.snapshot` (a commit before the last: the copy is published
 while this file grows on). Entries are contiguous, the last one ending where the
-central directory starts, as :class:`nncodecs.store.files.ZipEntries` checks;
+central directory starts, as :class:`nncodecs.store.zip_entries.ZipEntries` checks;
 an entry whose write fails is cut off again. Sizes and offsets past 2 GiB take
 ZIP64 records, as ``zipfile`` writes them.
 """
@@ -93,8 +93,9 @@ class ZipWriter:
         flags = 0
         if encoded.decode("ascii") != name:
             encoded, flags = name.encode("utf-8"), 0x800  # (bit 11: the name is UTF-8)
-        entry = _Entry(encoded, flags, _DEFLATED if deflate else _STORED,
-                       crc, size, len(body), self._at)  # fmt: skip
+        entry = _Entry(
+            encoded, flags, _DEFLATED if deflate else _STORED, crc, size, len(body), self._at
+        )
         header = _local_header(entry, self._time, self._date)
         try:
             self._f.write(header)
@@ -145,9 +146,18 @@ def _local_header(e: _Entry, dtime: int, ddate: int) -> bytes:
     extra = struct.pack("<HHQQ", 1, 16, e.size, e.stored) if zip64 else b""
     sizes = (0xFFFFFFFF, 0xFFFFFFFF) if zip64 else (e.stored, e.size)
     head = struct.pack(
-        "<IHHHHHIIIHH", 0x04034B50, 45 if zip64 else 20, e.flags, e.method, dtime, ddate,
-        e.crc, *sizes, len(e.name), len(extra),
-    )  # fmt: skip
+        "<IHHHHHIIIHH",
+        0x04034B50,
+        45 if zip64 else 20,
+        e.flags,
+        e.method,
+        dtime,
+        ddate,
+        e.crc,
+        *sizes,
+        len(e.name),
+        len(extra),
+    )
     return head + e.name + extra
 
 
@@ -162,10 +172,25 @@ def _central_record(e: _Entry, dtime: int, ddate: int) -> bytes:
     packed = struct.pack(f"<HH{len(extra)}Q", 1, 8 * len(extra), *extra) if extra else b""
     version = 45 if extra else 20
     head = struct.pack(
-        "<IHHHHHHIIIHHHHHII", 0x02014B50, (3 << 8) | version, version, e.flags, e.method,
-        dtime, ddate, e.crc, fields[1], fields[0], len(e.name), len(packed), 0, 0, 0,
-        _UNIX_644, fields[2],
-    )  # fmt: skip
+        "<IHHHHHHIIIHHHHHII",
+        0x02014B50,
+        (3 << 8) | version,
+        version,
+        e.flags,
+        e.method,
+        dtime,
+        ddate,
+        e.crc,
+        fields[1],
+        fields[0],
+        len(e.name),
+        len(packed),
+        0,
+        0,
+        0,
+        _UNIX_644,
+        fields[2],
+    )
     return head + e.name + packed
 
 
@@ -176,7 +201,5 @@ def _end_records(count: int, offset: int, size: int) -> bytes:
         at = offset + size
         out += struct.pack("<IQHHIIQQQQ", 0x06064B50, 44, 45, 45, 0, 0, count, count, size, offset)
         out += struct.pack("<IIQI", 0x07064B50, 0, at, 1)
-        count, offset, size = (
-            min(count, 0xFFFF), min(offset, 0xFFFFFFFF), min(size, 0xFFFFFFFF)
-        )  # fmt: skip
+        count, offset, size = (min(count, 0xFFFF), min(offset, 0xFFFFFFFF), min(size, 0xFFFFFFFF))
     return out + struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, count, count, size, offset, 0)
