@@ -137,3 +137,71 @@ def test_series_tasks(tmp_path: Path) -> None:
         assert r.read_tensor("w").tobytes() == moved.tobytes()
         assert r.read_tensor("s").tobytes() == same.tobytes()
         assert r.tensor_attrs("s")["duplicate"] is True
+
+
+def test_a_task_after_the_commit_or_without_begin_is_refused(tmp_path: Path) -> None:
+    """The container says it is being written by tasks until its commit: a straggler
+    task after the commit, a second commit, a commit or task without begin, and a
+    Writer appending to an uncommitted container are refused by name."""
+    from nncodecs import Writer
+
+    target = str(tmp_path / "m.zarr")
+    p = tasks.plan("w", np.float32, (64, 8), chunk_bytes=256)
+    rows = np.arange(512, dtype=np.float32).reshape(64, 8)
+    with pytest.raises(ValueError, match="no container begun"):
+        tasks.write_rows(target, p, 0, 8, rows[:8])
+    with pytest.raises(ValueError, match="no container begun"):
+        tasks.commit(target, [p], [])
+    tasks.begin(target)
+    records = [tasks.write_rows(target, p, a, b, rows[a:b]) for a, b in p.slabs(task_bytes=1)]
+    with pytest.raises(ValueError, match="not committed"):
+        Writer(target, mode="a")
+    tasks.commit(target, [p], records)
+    with pytest.raises(ValueError, match="committed already"):
+        tasks.write_rows(target, p, 0, 8, np.zeros((8, 8), np.float32))
+    with pytest.raises(ValueError, match="committed already"):
+        series.write_tensor(target, p, rows)
+    with pytest.raises(ValueError, match="committed already"):
+        tasks.commit(target, [p], records)
+    with Reader(target) as r:
+        assert np.array_equal(r.read_tensor("w"), rows)  # (as committed)
+    with Writer(target, mode="a") as w:  # (committed: a Writer appends)
+        w.add_tensor("extra", np.ones(3, np.float32))
+    with Reader(target) as r:
+        assert list(r) == ["w", "extra"]
+
+
+def test_two_tasks_for_one_tensor_are_refused(tmp_path: Path) -> None:
+    target = str(tmp_path / "m.zarr")
+    p = tasks.plan("w", np.float32, (64, 8), chunk_bytes=256)
+    a, b = np.zeros((64, 8), np.float32), np.ones((64, 8), np.float32)
+    tasks.begin(target)
+    first, second = series.write_tensor(target, p, a), series.write_tensor(target, p, b)
+    slab = tasks.write_rows(target, p, 0, 8, b[:8])
+    for records in ([first, second], [first, slab], [slab, first]):
+        with pytest.raises(ValueError, match="written by two tasks"):
+            tasks.commit(target, [p], records)
+    tasks.commit(target, [p], [second, second])  # (a retried task: the same record)
+    with Reader(target) as r:
+        r.verify()
+        assert np.array_equal(r.read_tensor("w"), b)
+
+
+def test_plans_refuse_what_a_writer_refuses(tmp_path: Path) -> None:
+    for name in ("y" * 300, "a\0b", "a\ud800", 3):
+        with pytest.raises((ValueError, TypeError)):
+            tasks.plan(name, np.float32, (2,))
+    for shape in ((2**62, 2**62), (2**63,)):
+        with pytest.raises(ValueError, match="beyond"):
+            tasks.plan("h", np.float32, shape)
+    with pytest.raises(ValueError, match="not a zip"):
+        tasks.begin(str(tmp_path / "m.zarr.zip"))
+    assert not (tmp_path / "m.zarr.zip").exists()
+    target = str(tmp_path / "s.zarr")
+    p = tasks.plan("s", np.float64, ())
+    tasks.begin(target)
+    # (a 0-d tensor's one slab is rows 0:1: its value, or as a row of one)
+    record = tasks.write_rows(target, p, 0, 1, np.array([2.5]))
+    tasks.commit(target, [p], [record])
+    with Reader(target) as r:
+        assert r.read_tensor("s") == np.float64(2.5) and r.read_tensor("s").shape == ()

@@ -117,6 +117,15 @@ def test_archive_on_local_schedulers(tmp_path: Path, real_weights: dict[str, Any
                 assert _digests({k: r.read_tensor(k) for k in r}) == _digests(weights)
 
 
+def test_model_names_are_never_paths(tmp_path: Path) -> None:
+    """A model's name names its container inside the target: never a path out of it."""
+    w = {"w": np.ones(4, np.float32)}
+    for bad in ("../escape", "..", ".", "", "a/b", "a\\b", "/abs"):
+        with pytest.raises(ValueError, match="one plain name"):
+            archive({bad: w, "ok": w}, tmp_path / "out", scheduler="sync", progress=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # (nothing written, anywhere)
+
+
 def test_archive_tasks_align_with_shards(tmp_path: Path) -> None:
     # A sharded tensor: a task a shard (no two tasks write one object); the
     # small ones whole, together in one task; an empty one needs none.

@@ -33,6 +33,11 @@ def adopted(store: Any) -> Adopted:
 
     where = describe_target(store)
     _, attrs, members = layout.open_container(CheckedStore(store), where)
+    if attrs.get(layout.WRITING):
+        raise ValueError(
+            f"{where}: being written by tasks (nncodecs.container.tasks) and not committed: "
+            "nothing appends to it (a run that died: remove it, or write anew, overwrite=True)"
+        )
     names = layout.tensor_order(attrs, members)
     files = {k[1]: m.path for k, m in members.items() if not isinstance(k, str)}
     paths = [kept.FILES_NODE, *files.values()] if files else []

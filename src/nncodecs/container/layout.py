@@ -68,6 +68,9 @@ CHUNKS_PER_SHARD = 16
 #: stored, a missing one is corruption, not fill values) and, for codecs
 #: without a checksum of their own, ``crc32c`` of the tensor's bytes.
 RECORDS = 1
+#: The root attribute of a container being written by tasks (``nncodecs.container.tasks``)
+#: until its commit: ``"tasks"``. Its tensors are not committed; a Writer does not append.
+WRITING = "writing"
 CHUNKS_ALL = "all"
 UNCHECKED_CODECS = ("zstd", "raw")
 #: The weights codec's ``min_gain`` for the fields of records (quantized blocks): their

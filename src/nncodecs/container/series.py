@@ -21,7 +21,13 @@ import numpy as np
 from nncodecs.container import delta, layout, records
 from nncodecs.container.delta_writes import against, delta_objects
 from nncodecs.container.references import recorded_location
-from nncodecs.container.tasks import TensorPlan, TensorRecord, little, write_objects
+from nncodecs.container.tasks import (
+    TensorPlan,
+    TensorRecord,
+    check_begun,
+    little,
+    write_objects,
+)
 from nncodecs.dtypes import dtype_name
 from nncodecs.store import documents, encoding
 
@@ -69,6 +75,7 @@ def write_tensor(
             f"{p.name}: the plan says {p.dtype} {list(p.shape)}, got {arr.dtype} {list(arr.shape)}"
         )
     arr = np.ascontiguousarray(arr.astype(p.dtype, copy=False)).reshape(p.shape)
+    check_begun(target, storage_options)
     s = series or Series(target, max_chain=0)
     max_chain = check_max_chain(s.max_chain) if series else 0
     prev = s.previous

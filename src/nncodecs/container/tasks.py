@@ -39,7 +39,7 @@ import numpy as np
 
 from nncodecs import _core
 from nncodecs.container import layout
-from nncodecs.container.names import escape
+from nncodecs.container.names import check_tensor_name, escape
 from nncodecs.dtypes import dtype_name
 from nncodecs.outputs import check_output, is_url
 from nncodecs.store import documents, encoding, storage
@@ -50,6 +50,7 @@ __all__ = [
     "TensorPlan",
     "TensorRecord",
     "begin",
+    "check_begun",
     "commit",
     "little",
     "plan",
@@ -133,8 +134,7 @@ def plan(
 ) -> TensorPlan:
     """The plan of a tensor (``TypeError`` for a dtype a container cannot hold,
     ``ValueError`` for an unknown codec)."""
-    if not isinstance(name, str):
-        raise TypeError(f"a tensor name must be a string, not {type(name).__name__}")
+    check_tensor_name(name)  # (as a Writer: refused here, not by a task after begin)
     dt = little(np.dtype(dtype))
     dtype_name(dt)  # (TypeError: not a dtype a container holds)
     layout.check_codec(codec)
@@ -143,6 +143,8 @@ def plan(
     dims = tuple(int(d) for d in shape)
     if any(d < 0 for d in dims):
         raise ValueError(f"{name}: a shape has no negative sizes, got {dims}")
+    if math.prod(dims) * dt.itemsize >= 1 << 63 or any(d >= 1 << 63 for d in dims):
+        raise ValueError(f"{name}: shape {list(dims)} of {dt} is beyond what can be stored")
     return TensorPlan(name, dt, dims, codec, int(chunk_bytes))
 
 
@@ -201,24 +203,45 @@ def begin(
     metadata: dict[str, str] | None = None,
     storage_options: dict[str, Any] | None = None,
 ) -> None:
-    """An empty container at ``target`` (a local path that exists, or a URL that
-    holds data, is refused: nothing is written over)."""
+    """An empty container at ``target``, a directory or URL, marked as being written by
+    tasks until its commit (an existing file, a directory that is not empty, or a URL
+    that holds data, is refused: nothing is written over; so is a zip, which is
+    written in one piece: use a Writer)."""
     from zarr.core.sync import sync
 
     target = str(target)
+    if target.endswith(".zip"):
+        raise ValueError(f"{target}: tasks write directory or URL containers, not a zip file")
     store = store_of(target, storage_options)
     if not is_url(target):
         check_output(Path(target.removeprefix("file://")))
     elif not sync(store.is_empty("")):
         raise FileExistsError(f"{target}: holds data already")
     root = documents.group_doc(layout.root_attrs([], metadata or {}, records=False))
+    root["attributes"][layout.ATTRS_KEY][layout.WRITING] = "tasks"
     write_objects(target, storage_options, {"zarr.json": documents.dumps(root)})
+
+
+def check_begun(target: str, storage_options: dict[str, Any] | None = None) -> None:
+    """That ``target`` holds a container :func:`begin` made and no commit has closed
+    (a task after the commit would change what it committed); else ``ValueError``."""
+    found = storage.read_many(store_of(target, storage_options), ["zarr.json"])[0]
+    try:
+        attrs = json.loads(found.to_bytes()).get("attributes", {}).get(layout.ATTRS_KEY, {})
+    except (AttributeError, ValueError):  # (none there, or not a document)
+        attrs = None
+    if not isinstance(attrs, dict) or attrs.get("format") != layout.FORMAT:
+        raise ValueError(f"{target}: no container begun here (tasks.begin comes first)")
+    if attrs.get(layout.WRITING) != "tasks":
+        raise ValueError(f"{target}: committed already: no task writes to it after its commit")
 
 
 def _slab_data(p: TensorPlan, start: int, stop: int, rows: Any) -> np.ndarray:
     """``rows`` checked against the plan's slab ``start:stop``, little-endian, C order."""
     want = (stop - start, *p.shape[1:]) if p.shape else ()
     data = np.asarray(rows)
+    if not p.shape and data.shape == (1,):  # (a 0-d tensor's one slab, taken as rows 0:1)
+        data = data.reshape(())
     if data.shape != want:
         raise ValueError(f"{p.name}: rows {start}:{stop} have shape {want}, got {data.shape}")
     if little(data.dtype) != p.dtype:
@@ -250,6 +273,7 @@ def write_rows(
     ``rows``: their values, any array-like of the plan's dtype."""
     _check_slab(p, int(start), int(stop))
     data = _slab_data(p, int(start), int(stop), rows)
+    check_begun(target, storage_options)
     chunks, shards = p.grid
     first = int(start) // p.step()
     objects = encoding.objects(data, p.template(), chunks, shards, first)
@@ -298,8 +322,11 @@ def commit(
     storage_options: dict[str, Any] | None = None,
 ) -> None:
     """Commit a container begun with :func:`begin`: ``plans`` in the tensors' order,
-    ``records`` the results of every task. Refused (nothing committed) where a
-    tensor's rows were not all written, or a record names no planned tensor."""
+    ``records`` the results of every task. Refused (nothing committed) where the
+    records leave a tensor's rows unwritten or written twice over, give a tensor
+    two whole records, or name a tensor no plan names. (The records are the tasks'
+    word for what they wrote; a forged one makes a tensor that a read refuses.)"""
+    check_begun(target, storage_options)
     names = [p.name for p in plans]
     if len(set(names)) != len(names):
         raise ValueError(f"{target}: two plans share a tensor name")
@@ -309,7 +336,11 @@ def commit(
         if r.name not in slabs:
             raise ValueError(f"{target}: a task wrote {r.name!r}, which no plan names")
         if isinstance(r, TensorRecord):
+            if whole.get(r.name, r) != r or slabs[r.name]:
+                raise ValueError(f"{target}: tensor {r.name!r} was written by two tasks")
             whole[r.name] = r
+        elif r.name in whole:
+            raise ValueError(f"{target}: tensor {r.name!r} was written by two tasks")
         else:
             slabs[r.name].append(r)
     docs: dict[str, dict[str, Any]] = {}

@@ -98,6 +98,9 @@ def _plan(sources: Any, target: Any) -> list[Model]:
     names = [n for n, _ in named]
     if len(set(names)) != len(names):
         raise ValueError(f"two models would share a container name: {names}")
+    for name in names:  # (each a container inside target: one plain name, never a path)
+        if not isinstance(name, str) or name in ("", ".", "..") or any(c in name for c in "/\\\0"):
+            raise ValueError(f"model name {name!r}: a container name is one plain name, not a path")
     return [_plan_model(n, s, f"{target.rstrip('/')}/{n}") for n, s in named]
 
 
