@@ -267,13 +267,17 @@ def write_rows(
     stop: int,
     rows: Any,
     storage_options: dict[str, Any] | None = None,
+    *,
+    check: bool = True,
 ) -> SlabRecord:
     """Encode and write rows ``start:stop`` of a planned tensor (whole stored
     objects: a slab of :meth:`TensorPlan.slabs`, or several in a row);
-    ``rows``: their values, any array-like of the plan's dtype."""
+    ``rows``: their values, any array-like of the plan's dtype. ``check=False``: the
+    caller has just called :func:`check_begun` (a task writing many small slabs)."""
     _check_slab(p, int(start), int(stop))
     data = _slab_data(p, int(start), int(stop), rows)
-    check_begun(target, storage_options)
+    if check:
+        check_begun(target, storage_options)
     chunks, shards = p.grid
     first = int(start) // p.step()
     objects = encoding.objects(data, p.template(), chunks, shards, first)

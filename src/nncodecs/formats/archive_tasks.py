@@ -64,14 +64,15 @@ def _write_slab(
         data = rows[start:stop] if rows.ndim else rows
     else:
         data = rows(start, stop)
-    return tasks.write_rows(target, p, start, stop, data, options)
+    return tasks.write_rows(target, p, start, stop, data, options, check=False)
 
 
 def _write_slabs(
     target: str, options: dict | None, items: list[tuple[Any, ...]]
 ) -> list[tasks.SlabRecord]:
     """One dask task: its slabs, one after another (a slab of a large tensor, or
-    several small tensors whole)."""
+    several small tensors whole), once the container is checked to be uncommitted."""
+    tasks.check_begun(target, options)
     return [_write_slab(target, options, *item) for item in items]
 
 
