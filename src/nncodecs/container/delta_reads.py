@@ -56,10 +56,6 @@ class DeltaReader:
 
     def config(self, name: Any) -> dict[str, Any] | None:
         """A dense tensor's delta configuration (``None``: stored whole)."""
-        return self._delta_of(name)
-
-    def _delta_of(self, name: Any) -> dict[str, Any] | None:
-        """A dense tensor's delta configuration (``None``: stored whole)."""
         if name not in self._deltas:
             member = self._r.member(name)
             found = None
@@ -165,7 +161,7 @@ class DeltaReader:
 
     def as_declared(self, name: str) -> Declared | None:
         """For a delta tensor's checks: its coded bits' array with the tensor's dtype."""
-        config = self._delta_of(name)
+        config = self.config(name)
         if config is None:
             return None
         return dataclasses.replace(self._coded(name, config), dtype=doc_dtype(config["doc"]))
@@ -286,7 +282,7 @@ class DeltaReader:
         "tensor", "transform", "depth"}} (the container as recorded)."""
         out = {}
         for name in self._r:
-            config = self._delta_of(name)
+            config = self.config(name)
             if config is not None:
                 depth = config["depth"]
                 out[name] = {

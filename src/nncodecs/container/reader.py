@@ -65,7 +65,7 @@ class Reader:
 
     def _open(self, target: Any, storage_options: dict | None) -> None:
         self._io = OpenedTarget(target, storage_options, self._check_open)
-        self._files, self._where = self._io.files, self._io.where
+        self._where = self._io.where  # (in every message)
         try:
             root = self._io.root()
             _, attrs, self._entries = layout.open_container(self.zarr_store, self._where, root)
@@ -100,7 +100,7 @@ class Reader:
 
     def is_strict(self, path: str) -> bool:
         """Whether every chunk of the array at ``path`` is recorded (none may be missing)."""
-        return path in self._files.strict
+        return path in self._io.files.strict
 
     @property
     def reference_roots(self) -> Any:
@@ -146,7 +146,7 @@ class Reader:
         problem, strict = member_problems(name, member.layout, arrays, self._records)
         if problem is not None:
             self._damaged.setdefault(name, problem)
-        self._files.strict.update(strict)
+        self._io.files.strict.update(strict)
         self._checked.add(name)
 
     def keys(self) -> list[str]:

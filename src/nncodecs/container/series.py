@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from nncodecs.container import delta, layout, records
+from nncodecs.container import delta, records
 from nncodecs.container.delta_writes import against, delta_objects
 from nncodecs.container.references import recorded_location
 from nncodecs.container.tasks import (
@@ -29,7 +29,6 @@ from nncodecs.container.tasks import (
     write_objects,
 )
 from nncodecs.dtypes import dtype_name
-from nncodecs.store import documents, encoding
 
 __all__ = ["MAX_CHAIN", "Series", "check_max_chain", "tensor_hash", "write_tensor"]
 
@@ -109,7 +108,6 @@ def write_tensor(
             base = np.asarray(base, order="C").reshape(p.shape)
             found = against(arr, base, p.codec)
             origin = (s.here, p.name, depth)
-    chunks, shards = p.grid
     dims = p.dimension_names()
     if found is not None:
         attrs["depth"] = depth
@@ -118,10 +116,7 @@ def write_tensor(
         )
     else:
         attrs.pop("duplicate", None)
-        tmpl = p.template()
-        recorded = {**attrs, **records.tensor_records(arr, p.codec)}
-        doc = documents.array_doc(tmpl, p.shape, chunks, shards, dims, {layout.ATTRS_KEY: recorded})
-        objects = ((f"{p.node}/{k}", v) for k, v in encoding.objects(arr, tmpl, chunks, shards))
+        objects, doc = records.array_objects(p.node, arr, p.codec, p.chunk_bytes, attrs, dims)
     write_objects(target, storage_options, dict(objects))
     return TensorRecord(
         name=p.name,

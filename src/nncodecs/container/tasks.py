@@ -212,10 +212,9 @@ def begin(
     target = str(target)
     if target.endswith(".zip"):
         raise ValueError(f"{target}: tasks write directory or URL containers, not a zip file")
-    store = store_of(target, storage_options)
-    if not is_url(target):
+    if not is_url(target):  # (checked before a store is opened there)
         check_output(Path(target.removeprefix("file://")))
-    elif not sync(store.is_empty("")):
+    elif not sync(store_of(target, storage_options).is_empty("")):
         raise FileExistsError(f"{target}: holds data already")
     root = documents.group_doc(layout.root_attrs([], metadata or {}, records=False))
     root["attributes"][layout.ATTRS_KEY][layout.WRITING] = "tasks"

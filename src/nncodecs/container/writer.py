@@ -15,7 +15,7 @@ from nncodecs.container.delta_writes import DeltaWriter
 from nncodecs.container.names import check_tensor_name, escape
 from nncodecs.dtypes import array_kind, dtype_name
 from nncodecs.frame import set_threads
-from nncodecs.store import documents, encoding
+from nncodecs.store import documents
 from nncodecs.store.batches import ObjectQueue
 from nncodecs.store.output import Output, StoreOutput
 from nncodecs.store.target import open_output
@@ -303,21 +303,12 @@ class Writer:
     ) -> None:
         """Queue an array's objects (encoded now), then its document (``tuning``: the
         weights codec's settings other than its defaults, see ``documents.template``)."""
-        arr = np.asarray(arr, order="C")  # (ascontiguousarray makes 0-d 1-d)
-        if arr.dtype.byteorder == ">":
-            arr = arr.astype(arr.dtype.newbyteorder("<"))
-        grid = layout.chunking(
-            arr.shape, arr.dtype.itemsize, self.chunk_bytes, codec if raw_one_chunk else "auto"
+        objects, doc = records.array_objects(
+            path, arr, codec, self.chunk_bytes, attrs, dims, raw_one_chunk, tuning
         )
-        chunks, shards = tuple(grid["chunks"]), grid.get("shards")
-        tmpl = documents.template(arr.dtype, arr.ndim, codec, shards is not None, tuning)
-        for key, data in encoding.objects(arr, tmpl, chunks, shards):
-            self._objects.object(f"{path}/{key}", data)
-        attrs = {**attrs, **records.tensor_records(arr, codec)}
-        self._queue_doc(
-            path,
-            documents.array_doc(tmpl, arr.shape, chunks, shards, dims, {layout.ATTRS_KEY: attrs}),
-        )
+        for key, data in objects:
+            self._objects.object(key, data)
+        self._queue_doc(path, doc)
 
     def _queue_doc(self, path: str, doc: dict[str, Any]) -> None:
         self._docs[path] = doc
