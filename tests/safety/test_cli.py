@@ -201,13 +201,19 @@ def test_what_cannot_be_kept_is_refused_by_name(tmp_path: Path) -> None:
     assert (tmp_path / "back-l.onnx").read_bytes() == (tmp_path / "l.onnx").read_bytes()
 
 
-def test_torch_checkpoints_with_more_than_weights_are_refused(tmp_path: Path) -> None:
+def test_torch_checkpoints_with_more_than_weights_are_kept_whole(tmp_path: Path) -> None:
     torch = optional_import("torch")
+    from nncodecs.integrations.torch import load
+
     state = {"w": torch.ones(3)}
-    torch.save({"state_dict": state, "optimizer": {"m": torch.zeros(3)}}, tmp_path / "c.pt")
-    before = tree(tmp_path)
-    one_line_error(run("compress", "c.pt", cwd=tmp_path), "optimizer")
-    assert tree(tmp_path) == before
+    checkpoint = {"state_dict": state, "optimizer": {"m": torch.zeros(3)}, "epoch": 4}
+    torch.save(checkpoint, tmp_path / "c.pt")
+    assert run("compress", "c.pt", "-q", cwd=tmp_path).returncode == 0
+    r = run("decompress", "c.pt.zarr.zip", "-o", "back.pt", "-q", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "back.pt").read_bytes() == (tmp_path / "c.pt").read_bytes()
+    back = load(tmp_path / "c.pt.zarr.zip")  # (nothing lost: the epoch, the optimizer)
+    assert back["epoch"] == 4 and torch.equal(back["optimizer"]["m"], torch.zeros(3))
     torch.save(state, tmp_path / "sd.pt")
     assert run("compress", "sd.pt", "-q", cwd=tmp_path).returncode == 0
     # restored as torch by default (byte for byte): never over the source that is there

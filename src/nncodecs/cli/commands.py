@@ -177,8 +177,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
         exact = check_spliced(r, fmt) if has_places(r.metadata, fmt) else 0
         if fmt == "safetensors" and "source.files" in r.metadata:  # (its files' records)
             from nncodecs.formats.streaming import check_safetensors_files
+            from nncodecs.formats.torch_members import check_members
 
-            exact = check_safetensors_files(r, str(args.input))
+            exact = check_safetensors_files(r, str(args.input)) + check_members(r)
         kept = r.metadata.get(KEPT)  # (the kept files the source had: all must be there)
         if kept is not None and kept != str(len(r.files())):
             raise CorruptDataError(

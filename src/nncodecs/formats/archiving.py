@@ -63,7 +63,7 @@ def _plan_model(name: str, source: Any, target: str) -> Model:
         # the same records as compress's, so that decompress restores it alike
         meta = src.checked_metadata()
         meta[SIZE] = str(source_bytes(Path(source), src.format))  # (info's original)
-        gaps = keep_gaps_apart(meta, Path(source))
+        gaps = {**keep_gaps_apart(meta, Path(source)), **src.hidden_files()}
         kept = src.kept_files()
         if kept:
             meta[KEPT] = str(len(kept))

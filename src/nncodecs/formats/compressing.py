@@ -96,7 +96,7 @@ def compress(
                 w.add_file(rel, file_bytes(path))
             meta = src.checked_metadata()
             # (a GGUF's vocabulary, an ONNX graph: arrays, not attributes)
-            for name, data in keep_gaps_apart(meta, source).items():
+            for name, data in {**keep_gaps_apart(meta, source), **src.hidden_files()}.items():
                 w.add_hidden_file(name, data)
             w.metadata.update(meta)
             w.metadata.update(record)

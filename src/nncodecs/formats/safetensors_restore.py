@@ -17,6 +17,7 @@ from nncodecs.formats.digests import check_restored, restore_hash
 from nncodecs.formats.paths import plain_name
 from nncodecs.formats.safetensors import raw_bytes, safetensors_header, write_safetensors
 from nncodecs.formats.source import KEPT, Progress, named_order, stream_named, stream_tensors
+from nncodecs.formats.torch_members import restore_members
 
 __all__ = ["file_records", "restore_safetensors"]
 
@@ -105,7 +106,9 @@ def restore_safetensors(
         if header is not None:
             check_restored(path, rec, rec["file"], digest)
     if directory:
-        _write_kept(r, tmp, {rec["file"] for rec in records} | {INDEX})
+        taken = {rec["file"] for rec in records} | {INDEX}
+        taken |= restore_members(r, tmp, taken)  # (a Trainer folder's torch files)
+        _write_kept(r, tmp, taken)
 
 
 def _write_kept(r: Any, tmp: Path, taken: set[str]) -> None:

@@ -17,6 +17,7 @@ from nncodecs.formats.digests import ReadDigest, file_digests
 from nncodecs.formats.paths import inside, plain_name
 from nncodecs.formats.safetensors import SafetensorsFile
 from nncodecs.formats.source import FileRows, Source, Tensor
+from nncodecs.formats.torch_members import Members
 from nncodecs.outputs import own_name
 
 __all__ = ["MAX_GAP_BYTES", "SafetensorsSource", "safetensors_files"]
@@ -67,40 +68,66 @@ class SafetensorsSource(Source):
         # header is read: a file changed from then on is refused)
         self._reads = {str(f): ReadDigest(f) for f in files}
         self.files = [SafetensorsFile(f) for f in files]
+        self._torch: Members | None = None
 
     def arrays(self) -> Iterator[tuple[str, Any]]:
         for t in self.tensors():
             arr = t.read()
-            self._reads[t.rows.path].read(t.rows.offset, arr)
+            if t.rows is not None:  # (a torch file's storages: that file's digest is its own)
+                self._reads[t.rows.path].read(t.rows.offset, arr)
             yield t.name, arr
             del arr  # (before the next is read: one tensor in memory at a time)
 
     def _digests(self, st: SafetensorsFile) -> dict[str, str]:
         """The file's CRC32C: from the reads of a whole pass of :meth:`arrays`, else read."""
         reads = sum(len(r.ranges) for r in self._reads.values())
-        if reads == sum(1 for t in self.tensors() if t.nbytes):
+        if reads == sum(1 for t in self.tensors() if t.nbytes and t.rows is not None):
             return self._reads[str(st.path)].digests()
         return file_digests(st.path)
 
     def _list(self) -> list[Tensor]:
-        return [
+        tensors = [
             Tensor(
                 name, dtype, shape, rows=FileRows(str(st.path), st.data_start + begin, dtype, shape)
             )
             for st in self.files
             for name, dtype, shape, begin, _ in st.entries
         ]
+        members = self._members().tensors()
+        taken = {t.name for t in tensors} & {t.name for t in members}
+        if taken:
+            raise ValueError(
+                f"{self.path}: tensor {sorted(taken)[0]!r} is named in a safetensors file and "
+                "by a torch file's path alike"
+            )
+        return tensors + members
+
+    def _members(self) -> Members:
+        """The folder's torch files stored typed (:mod:`nncodecs.formats.torch_members`)."""
+        if self._torch is None:
+            self._torch = Members(self._other_files() if self.directory else [])
+        return self._torch
+
+    def hidden_files(self) -> dict[str, Any]:
+        return self._members().metadata_and_files()[1] if self._members().sources else {}
+
+    def close(self) -> None:
+        if self._torch is not None:
+            self._torch.close()
 
     @property
     def size(self) -> int:
-        return sum(st.path.stat().st_size for st in self.files)
+        torch = sum(source.size for _, source, _ in self._members().sources)
+        return sum(st.path.stat().st_size for st in self.files) + torch
 
     def kept_files(self) -> list[tuple[str, Path]]:
         """Every other file of a directory (config, tokenizer, README, subdirectories':
         a Hugging Face snapshot whole), by its path relative to the directory; links only
-        where they lead inside it (or into its cache repository's ``blobs/``)."""
-        if not self.directory:
-            return []
+        where they lead inside it (or into its cache repository's ``blobs/``); torch
+        files stored typed excepted."""
+        return self._members().kept
+
+    def _other_files(self) -> list[tuple[str, Path]]:
         root = self.path if self.path.is_dir() else self.path.parent
         skip = {st.path.name for st in self.files} | {INDEX}
         out = []
@@ -153,7 +180,9 @@ class SafetensorsSource(Source):
         if self.index is not None:
             meta["source.index"] = self.index
         meta["source.layout"] = "directory" if self.directory else "file"
-        meta["source.tensors"] = str(sum(len(st.entries) for st in self.files))
+        meta["source.tensors"] = str(len(self.tensors()))
+        if self._members().sources:
+            meta.update(self._members().metadata_and_files()[0])
         return meta
 
 

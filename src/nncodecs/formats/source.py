@@ -209,6 +209,11 @@ class Source:
         a snapshot directory's other files; none for a model file."""
         return []
 
+    def hidden_files(self) -> dict[str, Any]:
+        """Bytes the container keeps for nncodecs itself (``Writer.add_hidden_file``): a
+        torch checkpoint's pickle; none for most formats."""
+        return {}
+
     def close(self) -> None:
         """Release what reading holds open (nothing, for most formats)."""
 

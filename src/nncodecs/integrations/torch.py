@@ -1,4 +1,5 @@
-"""torch state dicts in and out of containers, dtypes and tied tensors kept.
+"""torch state dicts in and out of containers, dtypes and tied tensors kept; and
+whole checkpoints back as ``torch.load`` gives them (:func:`load`).
 
 Tied (shared) tensors, such as an embedding also used as the output layer,
 are stored once; ``load_state_dict`` gives back one tensor under every name.
@@ -14,12 +15,15 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from nncodecs.container import Reader
+from nncodecs.errors import CorruptDataError
 from nncodecs.extras import need
 from nncodecs.formats.source import ORDER, TIED, named_order
+from nncodecs.formats.torch_full import FULL, PICKLE_FILE, STORAGES, replay, select
+from nncodecs.formats.torch_members import member_record
 from nncodecs.frame import get_threads
 from nncodecs.gcpause import collector_paused
 
-__all__ = ["load_state_dict", "save_state_dict"]
+__all__ = ["load", "load_state_dict", "save_state_dict"]
 
 _TIED = TIED
 
@@ -55,6 +59,11 @@ def load_state_dict(path: Any, device: str = "cpu") -> dict[str, Any]:
         torch = need("torch", "a device other than the CPU")
         torch.device(device)  # (a bad name refused before anything is read)
     with collector_paused(), Reader(path) as r:
+        if r.metadata.get(FULL):
+            raise ValueError(
+                f"{path}: a checkpoint holding more than a state dict (model and optimizer "
+                "state, ...): nncodecs.integrations.torch.load gives it back whole"
+            )
         order, tied = named_order(r)  # (checked: a tie names a stored tensor)
         names = [name for name in order if name not in tied]
         out: dict[str, Any] = {}
@@ -64,6 +73,49 @@ def load_state_dict(path: Any, device: str = "cpu") -> dict[str, Any]:
         for name, target in tied.items():
             out[name] = out[target]
         return {name: out[name] for name in order}
+
+
+def load(path: Any, prefix: Any = None, file: str | None = None) -> Any:
+    """The object ``torch.load(file, weights_only=True)`` gives of the torch checkpoint a
+    container was made from (``nncodecs compress ckpt.pt``): the same types and keys,
+    tensors of the same dtype, shape, stride and bytes, tensors that shared a storage
+    sharing one. Its kept pickle is replayed through torch's weights-only unpickler
+    (never :mod:`pickle`), each storage read from the container, checked, as the pickle
+    asks for it, on the CPU.
+
+    ``prefix``: only that part of the object (``"model"``, ``"optimizer.state.0"``, or
+    a tuple of keys), and only the storages its tensors use are read and decoded.
+
+    ``file``: in the container of a folder (a Trainer checkpoint), the torch file of that
+    name stored typed (``"optimizer.pt"``).
+
+    A container of a state dict from another source (safetensors, a legacy pickle)
+    gives its state dict (:func:`load_state_dict`), or the part at ``prefix``.
+    """
+    with collector_paused(), Reader(path) as r:
+        if file is not None:
+            member = member_record(r, file)
+            record, pickle_file = json.dumps(member["storages"]), member["pickle_file"]
+        else:
+            record, pickle_file = r.metadata.get(STORAGES), PICKLE_FILE
+        if record is None:
+            if r.metadata.get(FULL):
+                raise CorruptDataError(f"{path}: the record of the checkpoint's storages is lost")
+            whole = load_state_dict(path)
+            return whole if prefix is None else select(whole, prefix)
+        try:
+            storages = json.loads(record)
+        except ValueError:
+            storages = None
+        if not isinstance(storages, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) and v in r for k, v in storages.items()
+        ):
+            raise CorruptDataError(f"{path}: the record of the checkpoint's storages is damaged")
+        try:
+            pickle = r.read_file(pickle_file)
+        except KeyError:
+            raise CorruptDataError(f"{path}: the checkpoint's kept pickle is missing") from None
+        return replay(pickle, storages, lambda n: r.read_tensor(n, to="torch", check=True), prefix)
 
 
 #: A load to another device holds about this many bytes of tensors read ahead on the host.
