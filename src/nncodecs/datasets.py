@@ -7,6 +7,7 @@ Nothing here downloads anything: the model comes from an installed package
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ __all__ = [
     "export_minilm_onnx",
     "minilm_checkpoints",
     "minilm_path",
+    "minilm_training_checkpoints",
     "minilm_weights",
 ]
 
@@ -111,13 +113,65 @@ def minilm_checkpoints(
     machine every time (another CPU's kernels may round differently). Needs torch and
     transformers; nothing downloads.
     """
-    import torch
-    import transformers
-
     from nncodecs.formats.safetensors import write_safetensors
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+
+    def save(step: int, model: Any) -> dict[str, Path]:
+        state = {k: v.detach().numpy() for k, v in model.state_dict().items()}
+        paths = {}
+        for dtype in ("float32", "bfloat16"):
+            target = normalize_dtype(dtype)
+            arrays = [(k, v.astype(target) if v.dtype.kind == "f" else v) for k, v in state.items()]
+            paths[dtype] = out_dir / f"step-{step:02d}.{dtype}.safetensors"
+            write_safetensors(paths[dtype], arrays)
+        return paths
+
+    return [save(step, model) for step, model, _ in _finetune(steps, frozen, lr)]
+
+
+def minilm_training_checkpoints(
+    out_dir: str | Path,
+    windows: tuple[tuple[int, int], ...] = ((1, 10), (101, 110)),
+    lr: float = 2e-5,
+) -> dict[int, dict[str, Path]]:
+    """Whole training checkpoints of the run :func:`minilm_checkpoints` makes (every
+    parameter training): ``torch.save({"model": state dict, "optimizer": AdamW's state
+    (exp_avg, exp_avg_sq, step), "step": n})`` after each step of each window
+    ``(first, last)`` and the step before it (its reference), as
+    ``step-NNN.float32.pt`` and ``step-NNN.bfloat16.pt`` (the model's parameters rounded;
+    the optimizer's state float32, as training keeps it). Returns ``{step: {"float32":
+    path, "bfloat16": path}}``. Deterministic as :func:`minilm_checkpoints` is."""
+    import torch
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    wanted = {n for first, last in windows for n in range(first - 1, last + 1)}
+    out = {}
+    for step, model, opt in _finetune(max(wanted), False, lr):
+        if step not in wanted:
+            continue
+        state = model.state_dict()
+        out[step] = {}
+        for dtype in ("float32", "bfloat16"):
+            cast = getattr(torch, dtype)
+            weights = {
+                k: v.detach().to(cast) if v.is_floating_point() else v for k, v in state.items()
+            }
+            out[step][dtype] = out_dir / f"step-{step:03d}.{dtype}.pt"
+            torch.save(
+                {"model": weights, "optimizer": opt.state_dict(), "step": step}, out[step][dtype]
+            )
+    return out
+
+
+def _finetune(steps: int, frozen: bool, lr: float) -> Iterator[tuple[int, Any, Any]]:
+    """``(step, model, optimizer)`` before the first step (0) and after each of ``steps``
+    (see :func:`minilm_checkpoints`): one thread, deterministic, restored after."""
+    import torch
+    import transformers
+
     threads, deterministic = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
@@ -139,19 +193,7 @@ def minilm_checkpoints(
             pooled = (hidden * mask).sum(1) / mask.sum(1)
             return torch.nn.functional.normalize(pooled, dim=-1)
 
-        def save(step: int) -> dict[str, Path]:
-            state = {k: v.detach().numpy() for k, v in model.state_dict().items()}
-            paths = {}
-            for dtype in ("float32", "bfloat16"):
-                target = normalize_dtype(dtype)
-                arrays = [
-                    (k, v.astype(target) if v.dtype.kind == "f" else v) for k, v in state.items()
-                ]
-                paths[dtype] = out_dir / f"step-{step:02d}.{dtype}.safetensors"
-                write_safetensors(paths[dtype], arrays)
-            return paths
-
-        series = [save(0)]
+        yield 0, model, opt
         for step in range(1, steps + 1):
             pick = [(step * 8 + i) % len(FINETUNE_PAIRS) for i in range(8)]
             a = embed([FINETUNE_PAIRS[i][0] for i in pick])
@@ -160,8 +202,7 @@ def minilm_checkpoints(
             opt.zero_grad()
             loss.backward()
             opt.step()
-            series.append(save(step))
-        return series
+            yield step, model, opt
     finally:
         torch.set_num_threads(threads)
         torch.use_deterministic_algorithms(deterministic)

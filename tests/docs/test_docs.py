@@ -63,7 +63,7 @@ compress("model.safetensors", "model.safetensors.zarr.zip")
 
 
 #: The optional packages a page's examples need (the Python 3.12 test venv has no torch).
-NEEDS = {"container.md": ["torch"]}
+NEEDS = {"container.md": ["torch"], "checkpoints.md": ["torch"]}
 
 
 def blocks(page: Path) -> list[tuple[str | None, str]]:

@@ -180,6 +180,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
             from nncodecs.formats.torch_members import check_members
 
             exact = check_safetensors_files(r, str(args.input)) + check_members(r)
+        if fmt == "dcp":  # (a torch.distributed.checkpoint directory: its .distcp files)
+            from nncodecs.formats.dcp import check_dcp
+
+            exact = check_dcp(r)
         kept = r.metadata.get(KEPT)  # (the kept files the source had: all must be there)
         if kept is not None and kept != str(len(r.files())):
             raise CorruptDataError(

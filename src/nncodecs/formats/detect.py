@@ -10,7 +10,7 @@ from nncodecs.errors import CorruptDataError
 __all__ = ["EXACT_FORMATS", "INDEX", "READ_FORMATS", "WRITE_FORMATS", "detect_format"]
 
 #: What nncodecs reads (compress, info, convert): the one list that help, errors and docs show.
-READ_FORMATS = ("safetensors", "GGUF", "npz", "torch", "ONNX", "ztensor")
+READ_FORMATS = ("safetensors", "GGUF", "npz", "torch", "ONNX", "ztensor", "DCP directories")
 #: What a container is restored to (decompress, convert): the output suffix picks one.
 WRITE_FORMATS = {
     ".safetensors": "safetensors",
@@ -30,7 +30,8 @@ INDEX = "model.safetensors.index.json"
 def detect_format(path: str | Path) -> str:
     """What a path holds, from its content: ``container``, ``safetensors``,
     ``safetensors-dir`` (shards or a snapshot directory), ``npz``, ``torch``, ``gguf``,
-    ``ztensor`` or ``onnx`` (by its suffix: protobuf has no magic).
+    ``ztensor``, ``dcp`` (a torch.distributed.checkpoint directory) or ``onnx`` (by its
+    suffix: protobuf has no magic).
 
     Raises ``FileNotFoundError`` for a missing path and ``ValueError`` for
     anything else.
@@ -41,6 +42,8 @@ def detect_format(path: str | Path) -> str:
     if path.is_dir():
         if (path / "zarr.json").is_file():
             return "container"
+        if (path / ".metadata").is_file():  # (torch.distributed.checkpoint's FileSystemWriter)
+            return "dcp"
         if path.joinpath(INDEX).is_file() or any(path.glob("*.safetensors")):
             return "safetensors-dir"
         raise ValueError(

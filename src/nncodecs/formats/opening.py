@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from nncodecs.container import Reader
+from nncodecs.formats.dcp import DcpSource
 from nncodecs.formats.detect import detect_format
 from nncodecs.formats.gguf import GgufSource
 from nncodecs.formats.npz import NpzSource
@@ -19,6 +20,7 @@ from nncodecs.formats.ztensor import ZtensorSource
 __all__ = ["iter_source", "open_source"]
 
 _SOURCES: dict[str, type[Source]] = {
+    "dcp": DcpSource,
     "gguf": GgufSource,
     "npz": NpzSource,
     "torch": TorchSource,

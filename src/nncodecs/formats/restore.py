@@ -8,6 +8,7 @@ from typing import Any
 
 from nncodecs.container import Reader, not_on_a_chain
 from nncodecs.errors import CorruptDataError
+from nncodecs.formats.dcp import restore_dcp
 from nncodecs.formats.detect import EXACT_FORMATS, WRITE_FORMATS
 from nncodecs.formats.digests import check_restored
 from nncodecs.formats.file_modes import kept_like, recorded
@@ -34,6 +35,8 @@ def default_format(metadata: dict[str, str]) -> str:
     """The format a container is restored to when nothing else says: its source's, where it
     has the records for it; else safetensors."""
     source = metadata.get("source.format")
+    if source == "dcp":  # (a torch.distributed.checkpoint directory: only as itself)
+        return "dcp"
     if source == "safetensors" and "source.files" in metadata:
         return "safetensors"
     if source in SPLICED and has_places(metadata, source):
@@ -107,6 +110,8 @@ def decompress(
     check_model_file_name(out)
     with collector_paused(), Reader(container, references=references) as r:
         source = r.metadata.get("source.format")
+        if source == "dcp" and fmt in (None, "dcp"):
+            return _restore_dcp(r, container, out, force)
         fmt = fmt or WRITE_FORMATS.get(out.suffix.lower()) or default_format(r.metadata)
         if fmt not in WRITE_FORMATS.values():
             raise ValueError(
@@ -164,6 +169,15 @@ def decompress(
             else:
                 write_npz(tmp, stream_named(r, progress))
     return fmt
+
+
+def _restore_dcp(r: Reader, container: Any, out: Path, force: bool) -> str:
+    """A torch.distributed.checkpoint directory, byte for byte (see nncodecs.formats.dcp)."""
+    local = local_output(container)
+    not_on_a_chain(out, [container])
+    with atomic_output(out, force, directory=True, inputs=(local,) if local else ()) as tmp:
+        restore_dcp(r, tmp)
+    return "dcp"
 
 
 def check_dense(r: Reader, fmt: str) -> None:

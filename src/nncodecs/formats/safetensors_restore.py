@@ -19,7 +19,7 @@ from nncodecs.formats.safetensors import raw_bytes, safetensors_header, write_sa
 from nncodecs.formats.source import KEPT, Progress, named_order, stream_named, stream_tensors
 from nncodecs.formats.torch_members import restore_members
 
-__all__ = ["file_records", "restore_safetensors"]
+__all__ = ["file_records", "restore_safetensors", "write_kept"]
 
 
 def file_records(r: Any, where: str) -> list[dict[str, Any]]:
@@ -108,10 +108,10 @@ def restore_safetensors(
     if directory:
         taken = {rec["file"] for rec in records} | {INDEX}
         taken |= restore_members(r, tmp, taken)  # (a Trainer folder's torch files)
-        _write_kept(r, tmp, taken)
+        write_kept(r, tmp, taken)
 
 
-def _write_kept(r: Any, tmp: Path, taken: set[str]) -> None:
+def write_kept(r: Any, tmp: Path, taken: set[str]) -> None:
     """A snapshot directory's other files (config, tokenizer ...), kept in the container:
     names checked when read (relative, no ``..``), never over a restored weights file;
     as many as the source had. Each is written a window of decoded chunks at a time, as a

@@ -24,17 +24,19 @@ from typing import Any
 
 import numpy as np
 
-from nncodecs.container import HIDDEN
+from nncodecs.container import HIDDEN, check_file_name
 from nncodecs.errors import CorruptDataError
-from nncodecs.formats.digests import restore_hash
+from nncodecs.formats.digests import check_restored, restore_hash
 
 __all__ = [
     "GAPS_FILE",
     "DigestSink",
+    "check_files",
     "check_spliced",
     "has_places",
     "keep_gaps_apart",
     "record_gaps",
+    "restore_files",
     "restore_spliced",
     "splice",
     "spliced_metadata",
@@ -222,3 +224,43 @@ def check_spliced(r: Any, fmt: str) -> int:
         if digest.hexdigest() != str(expected.get(kind)).lower():
             raise CorruptDataError(f"the {what} source would not come back byte for byte ({kind})")
     return len(files)
+
+
+def restore_files(
+    r: Any, records: list[dict[str, Any]], tmp: Path, taken: set[str], what: str
+) -> set[str]:
+    """Write the files of ``records`` (each ``file``, its ``ranges``, its gaps as
+    :func:`record_gaps` finds them, its ``crc32c``) under the folder ``tmp``, each
+    byte for byte and checked, never over a name of ``taken``; returns their names."""
+    written: set[str] = set()
+    for rec in records:
+        name = check_file_name(rec.get("file"), CorruptDataError)
+        if name in taken | written or name.split("/")[0] in taken:
+            raise CorruptDataError(f"{what} {name!r} takes the place of a restored file")
+        path = tmp / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        splice(r, path, rec.get("ranges"), _file_gaps(r, rec, name, what), what)
+        check_restored(path, {"crc32c": rec.get("crc32c")}, name)
+        written.add(name)
+    return written
+
+
+def check_files(r: Any, records: list[dict[str, Any]], what: str) -> int:
+    """The files of ``records`` restored into their digests only, each checked against
+    its CRC32C (what ``verify`` does: nothing written); returns how many."""
+    for rec in records:
+        name = str(rec.get("file"))
+        digest = restore_hash({"crc32c": rec.get("crc32c")}, name)
+        if digest is None:
+            raise CorruptDataError(f"{what} {name!r} has no checksum record")
+        splice(r, DigestSink(digest), rec.get("ranges"), _file_gaps(r, rec, name, what), what)
+        if digest.hexdigest() != str(rec.get("crc32c")).lower():
+            raise CorruptDataError(f"{what} {name!r} would not come back byte for byte")
+    return len(records)
+
+
+def _file_gaps(r: Any, rec: dict[str, Any], name: str, what: str) -> list[Any]:
+    try:
+        return record_gaps(r, rec)
+    except (ValueError, TypeError) as exc:
+        raise CorruptDataError(f"{what} {name!r}: its kept bytes are damaged ({exc})") from None

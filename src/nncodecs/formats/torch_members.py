@@ -17,11 +17,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from nncodecs.container import HIDDEN, check_file_name
+from nncodecs.container import HIDDEN
 from nncodecs.errors import CorruptDataError
-from nncodecs.formats.digests import check_restored, restore_hash
 from nncodecs.formats.source import Tensor
-from nncodecs.formats.spliced import DigestSink, keep_gaps_apart, record_gaps, splice
+from nncodecs.formats.spliced import check_files, keep_gaps_apart, restore_files
 from nncodecs.formats.torch import TorchSource
 from nncodecs.formats.torch_full import PICKLE_FILE, STORAGES
 
@@ -100,8 +99,8 @@ def _member(path: Path) -> tuple[TorchSource, dict[str, str]] | None:
     try:
         source.tensors()
         meta = source.checked_metadata()
-    except (ValueError, TypeError, CorruptDataError, OSError):
-        return None
+    except (ValueError, TypeError, CorruptDataError, OSError, ImportError):
+        return None  # (ImportError: no torch here, so the file is kept as it was before)
     if STORAGES not in meta or "source.torch.ranges" not in meta:
         return None
     return source, meta
@@ -137,40 +136,9 @@ def member_record(r: Any, file: str) -> dict[str, Any]:
 def restore_members(r: Any, tmp: Path, taken: set[str]) -> set[str]:
     """Write each member under the folder ``tmp``, byte for byte (checked against its
     CRC32C), never over a file of ``taken`` (the shards); returns their names."""
-    written: set[str] = set()
-    for rec in member_records(r):
-        name = check_file_name(rec["file"], CorruptDataError)
-        if name in taken | written or name.split("/")[0] in taken:
-            raise CorruptDataError(f"torch file {name!r} takes the place of a restored file")
-        path = tmp / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            gaps = record_gaps(r, rec)
-        except (ValueError, TypeError) as exc:
-            raise CorruptDataError(
-                f"torch file {name!r}: its kept bytes are damaged ({exc})"
-            ) from None
-        splice(r, path, rec.get("ranges"), gaps, "torch")
-        check_restored(path, {"crc32c": rec.get("crc32c")}, name)
-        written.add(name)
-    return written
+    return restore_files(r, member_records(r), tmp, taken, "torch file")
 
 
 def check_members(r: Any) -> int:
-    """Restore each member into its digest only, checked against its CRC32C (what
-    ``verify`` does: nothing written); returns how many were checked."""
-    records = member_records(r)
-    for rec in records:
-        digest = restore_hash({"crc32c": rec.get("crc32c")}, rec["file"])
-        if digest is None:
-            raise CorruptDataError(f"torch file {rec['file']!r} has no checksum record")
-        try:
-            gaps = record_gaps(r, rec)
-        except (ValueError, TypeError) as exc:
-            raise CorruptDataError(
-                f"torch file {rec['file']!r}: its kept bytes are damaged ({exc})"
-            ) from None
-        splice(r, DigestSink(digest), rec.get("ranges"), gaps, "torch")
-        if digest.hexdigest() != str(rec.get("crc32c")).lower():
-            raise CorruptDataError(f"torch file {rec['file']!r} would not come back byte for byte")
-    return len(records)
+    """Each member restored into its digest only and checked (what ``verify`` does)."""
+    return check_files(r, member_records(r), "torch file")

@@ -1,0 +1,362 @@
+"""torch.distributed.checkpoint (DCP) storage: one nncodecs container per checkpoint.
+
+``dcp.save(state_dict, storage_writer=ContainerWriter(path))`` on N ranks writes one
+container (a directory, or an fsspec URL such as ``s3://bucket/step-100``) through
+the container's task API: the coordinator begins it, every rank encodes and writes
+only its own shards' objects, in parallel, and returns their records; the
+coordinator commits once. Each saved item is a tensor of the container: an unsharded
+tensor under its fully qualified name, a shard under ``<fqn>@<offsets>`` (its global
+offsets), a bytes item (a step count, a scheduler's state, pickled by DCP) as bytes.
+DCP's ``Metadata`` is stored as JSON of its dataclasses (:data:`METADATA`), never
+as a pickle.
+
+``dcp.load(state_dict, storage_reader=ContainerReader(path))`` restores it, resharded
+to another world size where the state dict asks: each rank reads only the stored
+shards its plan needs. DCP's default load planner unpickles a bytes item with
+``weights_only=False``, so the reader first checks that the item loads with
+``weights_only=True`` and refuses it otherwise.
+
+A local directory is written under a hidden sibling name (``.<name>.nncodecs-dcp``)
+and renamed into place at the commit: an existing container there is replaced only
+then, and only with ``overwrite=True``; a save killed midway leaves what was there
+as it was, and the next save to the path removes what it left behind. A URL has no
+rename: its container is written in place, an existing one refused (a killed save's,
+marked as being written, is removed by the next save). A zip target is refused.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from nncodecs.container import MAX_CHAIN, Reader
+from nncodecs.container import tasks as container_tasks
+from nncodecs.container.series import Series, check_max_chain, tensor_hash, write_tensor
+from nncodecs.container.tasks import TensorRecord
+from nncodecs.dtypes import as_numpy, dtype_name
+from nncodecs.errors import CorruptDataError
+from nncodecs.extras import need
+from nncodecs.outputs import is_url
+
+need("torch", "torch.distributed.checkpoint storage")
+
+import torch  # noqa: E402  (after the clear error where torch is missing)
+from torch.distributed.checkpoint import (  # noqa: E402
+    Metadata,
+    StorageReader,
+    StorageWriter,
+)
+from torch.distributed.checkpoint.metadata import StorageMeta  # noqa: E402
+from torch.distributed.checkpoint.planner import (  # noqa: E402
+    LoadItemType,
+    LoadPlan,
+    LoadPlanner,
+    SavePlan,
+    SavePlanner,
+    WriteItemType,
+)
+from torch.distributed.checkpoint.storage import WriteResult  # noqa: E402
+from torch.futures import Future  # noqa: E402
+
+from nncodecs.integrations.dcp_metadata import (  # noqa: E402
+    METADATA,
+    index_key,
+    metadata_from_json,
+    metadata_json,
+    shard_name,
+)
+from nncodecs.integrations.dcp_paths import remove_unfinished, swap, target_of  # noqa: E402
+
+__all__ = ["METADATA", "ContainerReader", "ContainerWriter"]
+
+
+class ContainerWriter(StorageWriter):
+    """DCP storage writing one nncodecs container at ``path`` (see the module).
+
+    ``codec``: the container's codec for every tensor (``"auto"``); ``overwrite``:
+    replace a container already at a local ``path`` (at the commit); ``reference``: the
+    previous step's container: a shard it holds too (the same fqn, offsets and sizes) is
+    stored against it, as a duplicate or a difference (chains at most ``max_chain``
+    deep), any other whole; ``storage_options``: for a URL, as fsspec takes them.
+    ``reset(checkpoint_id)`` points the same writer at the next step's path (and
+    ``reference`` may be set between steps)."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        codec: str = "auto",
+        overwrite: bool = False,
+        reference: str | os.PathLike[str] | None = None,
+        max_chain: int = MAX_CHAIN,
+        storage_options: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__()
+        container_tasks.plan("x", "uint8", (0,), codec)  # (an unknown codec refused here)
+        self.codec, self.overwrite, self.storage_options = codec, overwrite, storage_options
+        self.reference = None if reference is None else target_of(reference)
+        self.max_chain = check_max_chain(max_chain)
+        self.path: str | None = None
+        self.is_coordinator = False
+        if path is not None:
+            self.reset(path)
+
+    def reset(self, checkpoint_id: str | os.PathLike[str] | None = None) -> None:
+        if checkpoint_id is not None:
+            self.path = target_of(checkpoint_id)
+
+    def set_up_storage_writer(self, is_coordinator: bool, *args: Any, **kwargs: Any) -> None:
+        if self.path is None:
+            raise ValueError("ContainerWriter: no path (give one, or a checkpoint_id)")
+        self.is_coordinator = is_coordinator
+
+    def prepare_local_plan(self, plan: SavePlan) -> SavePlan:
+        return plan
+
+    def prepare_global_plan(self, plans: list[SavePlan]) -> list[SavePlan]:
+        """Begin the container (the coordinator, once, before any rank writes), where
+        every rank then writes: the plans carry its name."""
+        staging = self._begin()
+        return [dataclasses.replace(p, storage_data=staging) for p in plans]
+
+    def write_data(self, plan: SavePlan, planner: SavePlanner) -> Future[list[WriteResult]]:
+        """Encode and write this rank's items; their records go to the coordinator."""
+        target = plan.storage_data
+        container_tasks.check_begun(target, self.storage_options)
+        results = []
+        previous = _Previous(self.reference, self.storage_options)
+        try:
+            for item in plan.items:
+                results.append(self._write_item(target, item, planner, previous))
+        finally:
+            previous.close()
+        done: Future[list[WriteResult]] = Future()  # (torch's: DCP waits on it)
+        done.set_result(results)
+        return done
+
+    def _write_item(
+        self, target: str, item: Any, planner: SavePlanner, previous: _Previous
+    ) -> WriteResult:
+        """One item: a tensor (a shard) or bytes, stored whole, or against the
+        previous step's shard of its name."""
+        opts = self.storage_options
+        data = planner.resolve_data(item)
+        if item.type == WriteItemType.BYTE_IO:
+            name, array = item.index.fqn, _bytes_array(data.getvalue())
+        else:
+            name = shard_name(item.index.fqn, item.tensor_data.chunk.offsets, item)
+            array = as_numpy(data.detach().to("cpu").contiguous())
+        p = container_tasks.plan(name, array.dtype, array.shape, self.codec)
+        found = previous.record(name, array) if item.type != WriteItemType.BYTE_IO else None
+        if found is not None:
+            there = str(self.reference)
+            step = Series(str(self.path), there, found[0], found[1], None, self.max_chain)
+            records: list[Any] = [write_tensor(target, p, array, step, opts)]
+        else:
+            records = []
+            for a, b in p.slabs():  # (begun: checked once in write_data, not once a slab)
+                rows = array[a:b] if array.ndim else array
+                records.append(container_tasks.write_rows(target, p, a, b, rows, opts, check=False))
+        return WriteResult(item.index, int(array.nbytes), (p, records))
+
+    def finish(self, metadata: Metadata, results: list[list[WriteResult]]) -> None:
+        """Commit (the coordinator, once every rank has written): DCP's metadata as JSON,
+        then, for a local directory, the rename into place."""
+        plans, records, names = [], [], {}
+        for result in (r for rank in results for r in rank):
+            p, slabs = result.storage_data
+            plans.append(p)
+            records.extend(slabs)
+            names[index_key(result.index)] = p.name
+        meta = {METADATA: metadata_json(metadata, names)}
+        staging = self._staging()
+        container_tasks.commit(staging, plans, records, meta, self.storage_options)
+        if staging != self.path:
+            swap(Path(staging), Path(str(self.path)))
+
+    def storage_meta(self) -> StorageMeta | None:
+        return StorageMeta(checkpoint_id=self.path)
+
+    @classmethod
+    def validate_checkpoint_id(cls, checkpoint_id: str | os.PathLike[str]) -> bool:
+        """A directory or URL that is not a zip (a zip is written in one piece)."""
+        try:
+            target_of(checkpoint_id)
+        except (TypeError, ValueError):
+            return False
+        return True
+
+    def _staging(self) -> str:
+        """Where the container is written: a hidden sibling of a local directory."""
+        path = str(self.path)
+        if is_url(path):
+            return path
+        local = Path(path)
+        return str(local.parent / f".{local.name}.nncodecs-dcp")
+
+    def _begin(self) -> str:
+        path, staging = str(self.path), self._staging()
+        opts = self.storage_options
+        if is_url(path):
+            if self.overwrite:
+                raise ValueError(
+                    f"{path}: overwrite is for a local directory (a URL has no rename: a "
+                    "container there would be gone before the new one is committed)"
+                )
+            remove_unfinished(path, opts)
+        else:
+            local = Path(path)
+            if (local.exists() or local.is_symlink()) and not self.overwrite:
+                raise FileExistsError(f"{path}: exists (overwrite=True replaces it at the commit)")
+            if local.exists() and not (local / "zarr.json").is_file():
+                raise FileExistsError(f"{path}: exists and is not a container: never replaced")
+            remove_unfinished(staging, opts, staging=True)
+            shutil.rmtree(local.parent / f".{local.name}.nncodecs-old", ignore_errors=True)
+            local.parent.mkdir(parents=True, exist_ok=True)
+        container_tasks.begin(staging, {}, opts)
+        return staging
+
+
+class ContainerReader(StorageReader):
+    """DCP storage reading a container :class:`ContainerWriter` wrote (see the module).
+
+    ``bytes_read``: after a load, the stored bytes this rank read (its plan's shards)."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        storage_options: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__()
+        self.storage_options = storage_options
+        self.path: str | None = None
+        self.bytes_read = 0
+        self.names: dict[tuple[str, tuple[int, ...] | None], str] = {}
+        if path is not None:
+            self.reset(path)
+
+    def reset(self, checkpoint_id: str | os.PathLike[str] | None = None) -> None:
+        if checkpoint_id is not None:
+            self.path = target_of(checkpoint_id)
+        self.bytes_read = 0
+
+    def read_metadata(self, *args: Any, **kwargs: Any) -> Metadata:
+        if self.path is None:
+            raise ValueError("ContainerReader: no path (give one, or a checkpoint_id)")
+        with self._open() as r:
+            record = r.metadata.get(METADATA)
+            if record is None:
+                raise ValueError(f"{self.path}: not a container of a DCP checkpoint")
+            metadata, self.names = metadata_from_json(record, r)
+        return metadata
+
+    def set_up_storage_reader(
+        self, metadata: Metadata, is_coordinator: bool, *args: Any, **kwargs: Any
+    ) -> None:
+        if metadata.storage_data:
+            self.names = metadata.storage_data
+
+    def prepare_local_plan(self, plan: LoadPlan) -> LoadPlan:
+        return plan
+
+    def prepare_global_plan(self, plans: list[LoadPlan]) -> list[LoadPlan]:
+        return plans
+
+    def read_data(self, plan: LoadPlan, planner: LoadPlanner) -> Future[None]:
+        """Read the stored shards this rank's plan names, each once, checked."""
+        from torch.distributed._shard._utils import narrow_tensor_by_index
+
+        with self._open() as r:
+            held: dict[str, Any] = {}
+            for req in plan.items:
+                name = self.names.get(index_key(req.storage_index))
+                if name is None or name not in r:
+                    raise CorruptDataError(f"{self.path}: {req.storage_index.fqn!r} is not stored")
+                if name not in held:
+                    self.bytes_read += r.info(name).stored_bytes
+                    held[name] = r.read_tensor(name, to="torch", check=True)
+                if req.type == LoadItemType.BYTE_IO:
+                    raw = held[name].numpy().tobytes()
+                    _check_weights_only(raw, req.storage_index.fqn)
+                    planner.load_bytes(req, io.BytesIO(raw))
+                    continue
+                tensor = narrow_tensor_by_index(held[name], req.storage_offsets, req.lengths)
+                target = planner.resolve_tensor(req).detach()
+                if target.size() != tensor.size():
+                    raise CorruptDataError(
+                        f"{self.path}: {req.storage_index.fqn!r}: a stored shard of "
+                        f"{list(tensor.size())}, where the plan reads {list(target.size())}"
+                    )
+                target.copy_(tensor)
+                planner.commit_tensor(req, target)
+        done: Future[None] = Future()
+        done.set_result(None)
+        return done
+
+    @classmethod
+    def validate_checkpoint_id(cls, checkpoint_id: str | os.PathLike[str]) -> bool:
+        """A container (its ``zarr.json``) at a local path, or any URL."""
+        target = str(checkpoint_id)
+        return is_url(target) or Path(target, "zarr.json").is_file()
+
+    def _open(self) -> Reader:
+        return Reader(str(self.path), storage_options=self.storage_options)
+
+
+class _Previous:
+    """The previous step's container (``reference``), opened on first use: the record and
+    values of its shard of a name, where it has one of the same dtype and shape."""
+
+    def __init__(self, reference: str | None, opts: dict[str, Any] | None) -> None:
+        self.reference, self.opts = reference, opts
+        self.reader: Reader | None = None
+
+    def record(self, name: str, array: Any) -> tuple[TensorRecord, Any] | None:
+        if self.reference is None:
+            return None
+        if self.reader is None:
+            self.reader = Reader(self.reference, storage_options=self.opts)
+        r = self.reader
+        if name not in r or r.layout(name) != "dense":
+            return None
+        info = r.info(name)
+        if tuple(info.shape) != tuple(array.shape) or info.dtype != dtype_name(array.dtype):
+            return None
+        values = r.read_tensor(name, check=True)
+        digest = tensor_hash(values)
+        if digest is None:
+            return None
+        here = (self.reference, name, info.depth)
+        shape = tuple(info.shape)
+        rec = TensorRecord(
+            name, {}, int(values.nbytes), digest, info.depth, here, shape, info.dtype
+        )
+        return rec, values
+
+    def close(self) -> None:
+        if self.reader is not None:
+            self.reader.close()
+
+
+def _bytes_array(data: bytes) -> Any:
+    import numpy as np
+
+    return np.frombuffer(data, np.uint8)
+
+
+def _check_weights_only(raw: bytes, fqn: str) -> None:
+    """A bytes item must load with ``weights_only=True`` before DCP's planner unpickles
+    it with ``weights_only=False`` (which would run its code)."""
+    try:
+        torch.load(io.BytesIO(raw), weights_only=True)
+    except Exception as exc:  # (torch's loader: its refusals have no fixed class)
+        raise ValueError(
+            f"bytes item {fqn!r} does not load with weights_only=True, so it is not handed "
+            "to DCP's planner, which would unpickle it with weights_only=False "
+            f"({type(exc).__name__})"
+        ) from None
