@@ -112,8 +112,9 @@ def test_into_an_s3_compatible_server(tmp_path: Path) -> None:
         assert any("holds data already" in r["stderr"] for r in refused)
 
 
+@pytest.mark.parametrize("victim", [1, 0])  # (a rank, the coordinator)
 def test_an_existing_container_is_replaced_only_at_commit_and_only_when_asked(
-    tmp_path: Path,
+    tmp_path: Path, victim: int
 ) -> None:
     path = str(tmp_path / "step")
     all_ok(ranks(2, {"mode": "save", "path": path, "seed": 1}))
@@ -121,8 +122,8 @@ def test_an_existing_container_is_replaced_only_at_commit_and_only_when_asked(
     assert all(r["rc"] != 0 for r in refused)
     assert any("overwrite=True" in r["stderr"] for r in refused)
     # a rank killed midway (the others time out): the previous content intact
-    killed = ranks(2, {"mode": "kill", "path": path, "seed": 2, "victim": 1, "overwrite": True,
-                       "timeout": 10})  # fmt: skip
+    killed = ranks(2, {"mode": "kill", "path": path, "seed": 2, "victim": victim, "overwrite": True,
+                       "timeout": 6})  # fmt: skip
     assert any(r["rc"] != 0 for r in killed)
     got = ranks(2, {"mode": "load", "path": path, "seed": 1})
     all_ok(got)

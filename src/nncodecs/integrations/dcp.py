@@ -31,7 +31,7 @@ import io
 import os
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nncodecs.container import MAX_CHAIN, Reader
 from nncodecs.container import tasks as container_tasks
@@ -40,36 +40,29 @@ from nncodecs.container.tasks import TensorRecord
 from nncodecs.dtypes import as_numpy, dtype_name
 from nncodecs.errors import CorruptDataError
 from nncodecs.extras import need
-from nncodecs.outputs import is_url
-
-need("torch", "torch.distributed.checkpoint storage")
-
-import torch  # noqa: E402  (after the clear error where torch is missing)
-from torch.distributed.checkpoint import (  # noqa: E402
-    Metadata,
-    StorageReader,
-    StorageWriter,
-)
-from torch.distributed.checkpoint.metadata import StorageMeta  # noqa: E402
-from torch.distributed.checkpoint.planner import (  # noqa: E402
-    LoadItemType,
-    LoadPlan,
-    LoadPlanner,
-    SavePlan,
-    SavePlanner,
-    WriteItemType,
-)
-from torch.distributed.checkpoint.storage import WriteResult  # noqa: E402
-from torch.futures import Future  # noqa: E402
-
-from nncodecs.integrations.dcp_metadata import (  # noqa: E402
+from nncodecs.integrations.dcp_metadata import (
     METADATA,
     index_key,
     metadata_from_json,
     metadata_json,
     shard_name,
 )
-from nncodecs.integrations.dcp_paths import remove_unfinished, swap, target_of  # noqa: E402
+from nncodecs.integrations.dcp_paths import remove_unfinished, swap, target_of
+from nncodecs.outputs import is_url
+
+try:  # (without torch this module still imports: its classes refuse to be made, by name)
+    from torch.distributed.checkpoint import StorageReader, StorageWriter
+except ModuleNotFoundError:
+    StorageReader = StorageWriter = object  # type: ignore[misc,assignment]
+
+if TYPE_CHECKING:
+    from torch.distributed.checkpoint import Metadata
+    from torch.distributed.checkpoint.metadata import StorageMeta
+    from torch.distributed.checkpoint.planner import LoadPlan, LoadPlanner, SavePlan, SavePlanner
+    from torch.distributed.checkpoint.storage import WriteResult
+    from torch.futures import Future
+
+_NEEDS = "torch.distributed.checkpoint storage"
 
 __all__ = ["METADATA", "ContainerReader", "ContainerWriter"]
 
@@ -95,6 +88,7 @@ class ContainerWriter(StorageWriter):
         max_chain: int = MAX_CHAIN,
         storage_options: dict[str, Any] | None = None,
     ) -> None:
+        need("torch", _NEEDS)
         super().__init__()
         container_tasks.plan("x", "uint8", (0,), codec)  # (an unknown codec refused here)
         self.codec, self.overwrite, self.storage_options = codec, overwrite, storage_options
@@ -125,6 +119,8 @@ class ContainerWriter(StorageWriter):
 
     def write_data(self, plan: SavePlan, planner: SavePlanner) -> Future[list[WriteResult]]:
         """Encode and write this rank's items; their records go to the coordinator."""
+        from torch.futures import Future
+
         target = plan.storage_data
         container_tasks.check_begun(target, self.storage_options)
         results = []
@@ -143,6 +139,9 @@ class ContainerWriter(StorageWriter):
     ) -> WriteResult:
         """One item: a tensor (a shard) or bytes, stored whole, or against the
         previous step's shard of its name."""
+        from torch.distributed.checkpoint.planner import WriteItemType
+        from torch.distributed.checkpoint.storage import WriteResult
+
         opts = self.storage_options
         data = planner.resolve_data(item)
         if item.type == WriteItemType.BYTE_IO:
@@ -179,6 +178,8 @@ class ContainerWriter(StorageWriter):
             swap(Path(staging), Path(str(self.path)))
 
     def storage_meta(self) -> StorageMeta | None:
+        from torch.distributed.checkpoint.metadata import StorageMeta
+
         return StorageMeta(checkpoint_id=self.path)
 
     @classmethod
@@ -232,6 +233,7 @@ class ContainerReader(StorageReader):
         *,
         storage_options: dict[str, Any] | None = None,
     ) -> None:
+        need("torch", _NEEDS)
         super().__init__()
         self.storage_options = storage_options
         self.path: str | None = None
@@ -270,6 +272,8 @@ class ContainerReader(StorageReader):
     def read_data(self, plan: LoadPlan, planner: LoadPlanner) -> Future[None]:
         """Read the stored shards this rank's plan names, each once, checked."""
         from torch.distributed._shard._utils import narrow_tensor_by_index
+        from torch.distributed.checkpoint.planner import LoadItemType
+        from torch.futures import Future
 
         with self._open() as r:
             held: dict[str, Any] = {}
@@ -352,6 +356,8 @@ def _bytes_array(data: bytes) -> Any:
 def _check_weights_only(raw: bytes, fqn: str) -> None:
     """A bytes item must load with ``weights_only=True`` before DCP's planner unpickles
     it with ``weights_only=False`` (which would run its code)."""
+    import torch
+
     try:
         torch.load(io.BytesIO(raw), weights_only=True)
     except Exception as exc:  # (torch's loader: its refusals have no fixed class)

@@ -5,19 +5,13 @@ items take in the container."""
 from __future__ import annotations
 
 import json
-from typing import Any
-
-import torch
-from torch.distributed.checkpoint import Metadata
-from torch.distributed.checkpoint.metadata import (
-    BytesStorageMetadata,
-    ChunkStorageMetadata,
-    MetadataIndex,
-    TensorProperties,
-    TensorStorageMetadata,
-)
+from typing import TYPE_CHECKING, Any
 
 from nncodecs.errors import CorruptDataError
+
+if TYPE_CHECKING:
+    from torch.distributed.checkpoint import Metadata
+    from torch.distributed.checkpoint.metadata import MetadataIndex
 
 __all__ = ["METADATA", "index_key", "metadata_from_json", "metadata_json", "shard_name"]
 
@@ -38,6 +32,8 @@ def shard_name(fqn: str, offsets: Any, item: Any = None) -> str:
 def metadata_json(metadata: Metadata, names: dict[Any, str]) -> str:
     """DCP's ``Metadata`` as JSON: every tensor's dtype, size and chunks (each with its
     stored name), every bytes item's name, the planner's paths of flattened keys."""
+    from torch.distributed.checkpoint.metadata import BytesStorageMetadata
+
     items: dict[str, Any] = {}
     for fqn, m in metadata.state_dict_metadata.items():
         if isinstance(m, BytesStorageMetadata):
@@ -78,6 +74,15 @@ def metadata_json(metadata: Metadata, names: dict[Any, str]) -> str:
 def metadata_from_json(record: str, r: Any) -> tuple[Metadata, dict[Any, str]]:
     """:func:`metadata_json` back as DCP's dataclasses, every field checked, and the
     stored name of every item."""
+    import torch
+    from torch.distributed.checkpoint import Metadata
+    from torch.distributed.checkpoint.metadata import (
+        BytesStorageMetadata,
+        ChunkStorageMetadata,
+        TensorProperties,
+        TensorStorageMetadata,
+    )
+
     bad = CorruptDataError("the container's DCP metadata is damaged")
     try:
         doc = json.loads(record)
