@@ -136,3 +136,11 @@ def test_a_metadata_naming_a_file_outside_is_refused(tmp_path: Path) -> None:
     assert torch is not None
     r = run("compress", "d", "-o", "d.zarr.zip", cwd=tmp_path)
     assert r.returncode == 1 and "'../outside'" in r.stderr, r.stderr
+
+
+def test_a_folder_inside_is_refused_not_dropped(tmp_path: Path) -> None:
+    save(tmp_path / "d")
+    (tmp_path / "d" / "extra").mkdir()
+    r = run("compress", "d", "-o", "d.zarr.zip", cwd=tmp_path)
+    assert r.returncode == 1 and "not a regular file" in r.stderr, r.stderr
+    assert not (tmp_path / "d.zarr.zip").exists()

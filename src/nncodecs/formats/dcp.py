@@ -155,24 +155,24 @@ class DcpSource(Source):
 
     def _record(self, info: Any, nbytes: int) -> int | None:
         """Where the storage record of the ``torch.save`` zip at ``info``'s span starts in
-        its file, where it holds ``nbytes`` stored (not compressed); else ``None``."""
+        its file, where it holds ``nbytes`` stored (not compressed); else ``None``. Only
+        the zip's directory and the record's header are read, not its data."""
         path = self._file(info.relative_path)
         start, length = int(info.offset), int(info.length)
         with path.open("rb") as f:
-            f.seek(start)
-            blob = f.read(length)
-        if len(blob) != length:
-            raise CorruptDataError(f"{path}: shorter than its metadata says")
-        try:
-            with zipfile.ZipFile(io.BytesIO(blob)) as z:
-                records = [i for i in z.infolist() if i.filename.split("/")[-2:-1] == ["data"]]
-        except (zipfile.BadZipFile, ValueError, EOFError, NotImplementedError):
-            return None
-        if len(records) != 1 or records[0].compress_type or records[0].file_size != nbytes:
-            return None
-        head = records[0].header_offset
-        name_len, extra_len = struct.unpack("<HH", blob[head + 26 : head + 30])
-        return start + head + 30 + name_len + extra_len
+            if f.seek(0, io.SEEK_END) < start + length:
+                raise CorruptDataError(f"{path}: shorter than its metadata says")
+            span = _Span(f, start, length)
+            try:
+                with zipfile.ZipFile(span) as z:
+                    found = [i for i in z.infolist() if i.filename.split("/")[-2:-1] == ["data"]]
+            except (zipfile.BadZipFile, ValueError, EOFError, NotImplementedError, OSError):
+                return None
+            if len(found) != 1 or found[0].compress_type or found[0].file_size != nbytes:
+                return None
+            span.seek(found[0].header_offset + 26)
+            name_len, extra_len = struct.unpack("<HH", span.read(4))
+        return start + found[0].header_offset + 30 + name_len + extra_len
 
     @property
     def size(self) -> int:
@@ -215,6 +215,36 @@ class DcpSource(Source):
         if not hasattr(self, "_gaps"):
             self.metadata()
         return dict(self._gaps)
+
+
+class _Span(io.RawIOBase):
+    """Bytes ``start``.. ``start + length`` of an open file, as a file of their own (what
+    :mod:`zipfile` reads a zip embedded in a ``.distcp`` file through)."""
+
+    def __init__(self, f: Any, start: int, length: int) -> None:
+        super().__init__()
+        self.f, self.start, self.length, self.at = f, start, length, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self.at
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self.at, io.SEEK_END: self.length}[whence]
+        self.at = max(0, base + offset)
+        return self.at
+
+    def readinto(self, buffer: Any) -> int:
+        n = max(0, min(len(buffer), self.length - self.at))
+        self.f.seek(self.start + self.at)
+        got = self.f.readinto(memoryview(buffer)[:n])
+        self.at += got or 0
+        return got or 0
 
 
 def _dtype(torch_dtype: Any) -> Any:
