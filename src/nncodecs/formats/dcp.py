@@ -182,9 +182,10 @@ class DcpSource(Source):
         """``.metadata``, and any file of the directory that is not a ``.distcp`` file
         holding placed records."""
         self.tensors()
-        return sorted(
-            (f.name, f) for f in self.path.iterdir() if f.is_file() and f.name not in self._places
-        )
+        for f in self.path.iterdir():  # (nothing dropped: a folder or a link is refused)
+            if f.is_symlink() or not f.is_file():
+                raise ValueError(f"{f}: not a regular file of a DCP directory: nothing was written")
+        return sorted((f.name, f) for f in self.path.iterdir() if f.name not in self._places)
 
     def metadata(self) -> dict[str, str]:
         """Each ``.distcp`` file's places, gaps and CRC32C: restored byte for byte."""
