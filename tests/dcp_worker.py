@@ -98,6 +98,11 @@ def main() -> None:
     dist.barrier()
     dist.destroy_process_group()
     print(json.dumps(out), flush=True)
+    # (torch's gloo aborted at interpreter exit in about 1 of 12 loading ranks here:
+    # "terminate called without an active exception", after all its work was done and
+    # printed. The rank's work is what is tested, so it leaves without the teardown.)
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def dataclasses_first(plan: Any) -> Any:

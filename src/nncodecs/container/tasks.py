@@ -273,16 +273,27 @@ def write_rows(
     objects: a slab of :meth:`TensorPlan.slabs`, or several in a row);
     ``rows``: their values, any array-like of the plan's dtype. ``check=False``: the
     caller has just called :func:`check_begun` (a task writing many small slabs)."""
-    _check_slab(p, int(start), int(stop))
-    data = _slab_data(p, int(start), int(stop), rows)
+    objects, record = encode_rows(p, start, stop, rows)
     if check:
         check_begun(target, storage_options)
+    write_objects(target, storage_options, objects)
+    return record
+
+
+def encode_rows(
+    p: TensorPlan, start: int, stop: int, rows: Any
+) -> tuple[dict[str, Any], SlabRecord]:
+    """:func:`write_rows` without the write: the slab's objects (key relative to the
+    container: bytes) and its record. A task of many small slabs gathers their objects
+    and writes them at once (:func:`write_objects`), after :func:`check_begun`."""
+    _check_slab(p, int(start), int(stop))
+    data = _slab_data(p, int(start), int(stop), rows)
     chunks, shards = p.grid
     first = int(start) // p.step()
     objects = encoding.objects(data, p.template(), chunks, shards, first)
-    write_objects(target, storage_options, {f"{p.node}/{k}": v for k, v in objects})
     raw = data.reshape(-1).view(np.uint8)
-    return SlabRecord(p.name, int(start), int(stop), int(_core.crc32c(raw)), int(data.nbytes))
+    record = SlabRecord(p.name, int(start), int(stop), int(_core.crc32c(raw)), int(data.nbytes))
+    return {f"{p.node}/{k}": v for k, v in objects}, record
 
 
 def _joined(p: TensorPlan, slabs: list[SlabRecord]) -> int:

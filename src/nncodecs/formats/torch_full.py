@@ -110,7 +110,7 @@ def whole_storage(t: Any) -> Any:
     item = torch.empty(0, dtype=dtype).element_size()
     whole = t.storage_offset() == 0 and t.is_contiguous() and t.numel() * item == nbytes
     if whole and dtype == t.dtype:
-        return t
+        return t.detach()  # (a Parameter's too: the same storage)
     if nbytes % item:
         dtype, item = torch.uint8, 1
     return torch.empty(0, dtype=dtype).set_(t.untyped_storage(), 0, (nbytes // item,), (1,))

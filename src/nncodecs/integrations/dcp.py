@@ -35,9 +35,8 @@ from typing import TYPE_CHECKING, Any
 
 from nncodecs.container import MAX_CHAIN, Reader
 from nncodecs.container import tasks as container_tasks
-from nncodecs.container.series import Series, check_max_chain, tensor_hash, write_tensor
-from nncodecs.container.tasks import TensorRecord
-from nncodecs.dtypes import as_numpy, dtype_name
+from nncodecs.container.series import Series, check_max_chain, write_tensor
+from nncodecs.dtypes import as_numpy
 from nncodecs.errors import CorruptDataError
 from nncodecs.extras import need
 from nncodecs.integrations.dcp_metadata import (
@@ -48,6 +47,7 @@ from nncodecs.integrations.dcp_metadata import (
     shard_name,
 )
 from nncodecs.integrations.dcp_paths import remove_unfinished, swap, target_of
+from nncodecs.integrations.dcp_writes import Batch, Previous
 from nncodecs.outputs import is_url
 
 try:  # (without torch this module still imports: its classes refuse to be made, by name)
@@ -124,18 +124,21 @@ class ContainerWriter(StorageWriter):
         target = plan.storage_data
         container_tasks.check_begun(target, self.storage_options)
         results = []
-        previous = _Previous(self.reference, self.storage_options)
+        previous = Previous(self.reference, self.storage_options)
+        batch = Batch(target, self.storage_options)
         try:
             for item in plan.items:
-                results.append(self._write_item(target, item, planner, previous))
+                results.append(self._write_item(target, item, planner, previous, batch))
+            batch.flush()
         finally:
             previous.close()
+            batch.close()
         done: Future[list[WriteResult]] = Future()  # (torch's: DCP waits on it)
         done.set_result(results)
         return done
 
     def _write_item(
-        self, target: str, item: Any, planner: SavePlanner, previous: _Previous
+        self, target: str, item: Any, planner: SavePlanner, previous: Previous, batch: Batch
     ) -> WriteResult:
         """One item: a tensor (a shard) or bytes, stored whole, or against the
         previous step's shard of its name."""
@@ -158,8 +161,11 @@ class ContainerWriter(StorageWriter):
         else:
             records = []
             for a, b in p.slabs():  # (begun: checked once in write_data, not once a slab)
-                rows = array[a:b] if array.ndim else array
-                records.append(container_tasks.write_rows(target, p, a, b, rows, opts, check=False))
+                objects, record = container_tasks.encode_rows(
+                    p, a, b, array[a:b] if array.ndim else array
+                )
+                batch.add(objects)
+                records.append(record)
         return WriteResult(item.index, int(array.nbytes), (p, records))
 
     def finish(self, metadata: Metadata, results: list[list[WriteResult]]) -> None:
@@ -270,34 +276,40 @@ class ContainerReader(StorageReader):
         return plans
 
     def read_data(self, plan: LoadPlan, planner: LoadPlanner) -> Future[None]:
-        """Read the stored shards this rank's plan names, each once, checked."""
+        """Read the stored shards this rank's plan names, each once, checked, one at a
+        time."""
         from torch.distributed._shard._utils import narrow_tensor_by_index
         from torch.distributed.checkpoint.planner import LoadItemType
         from torch.futures import Future
 
+        by_name: dict[str, list[Any]] = {}  # (one stored shard in memory at a time)
+        for req in plan.items:
+            name = self.names.get(index_key(req.storage_index))
+            if name is None:
+                raise CorruptDataError(f"{self.path}: {req.storage_index.fqn!r} is not stored")
+            by_name.setdefault(name, []).append(req)
         with self._open() as r:
-            held: dict[str, Any] = {}
-            for req in plan.items:
-                name = self.names.get(index_key(req.storage_index))
-                if name is None or name not in r:
-                    raise CorruptDataError(f"{self.path}: {req.storage_index.fqn!r} is not stored")
-                if name not in held:
-                    self.bytes_read += r.info(name).stored_bytes
-                    held[name] = r.read_tensor(name, to="torch", check=True)
-                if req.type == LoadItemType.BYTE_IO:
-                    raw = held[name].numpy().tobytes()
-                    _check_weights_only(raw, req.storage_index.fqn)
-                    planner.load_bytes(req, io.BytesIO(raw))
-                    continue
-                tensor = narrow_tensor_by_index(held[name], req.storage_offsets, req.lengths)
-                target = planner.resolve_tensor(req).detach()
-                if target.size() != tensor.size():
-                    raise CorruptDataError(
-                        f"{self.path}: {req.storage_index.fqn!r}: a stored shard of "
-                        f"{list(tensor.size())}, where the plan reads {list(target.size())}"
-                    )
-                target.copy_(tensor)
-                planner.commit_tensor(req, target)
+            for name, reqs in by_name.items():
+                if name not in r:
+                    raise CorruptDataError(f"{self.path}: {name!r} is not stored")
+                self.bytes_read += r.info(name).stored_bytes
+                held = r.read_tensor(name, to="torch", check=True)
+                for req in reqs:
+                    if req.type == LoadItemType.BYTE_IO:
+                        raw = held.numpy().tobytes()
+                        _check_weights_only(raw, req.storage_index.fqn)
+                        planner.load_bytes(req, io.BytesIO(raw))
+                        continue
+                    tensor = narrow_tensor_by_index(held, req.storage_offsets, req.lengths)
+                    target = planner.resolve_tensor(req).detach()
+                    if target.size() != tensor.size():
+                        raise CorruptDataError(
+                            f"{self.path}: {name!r}: a stored shard of {list(tensor.size())}, "
+                            f"where the plan reads {list(target.size())}"
+                        )
+                    target.copy_(tensor)
+                    planner.commit_tensor(req, target)
+                del held
         done: Future[None] = Future()
         done.set_result(None)
         return done
@@ -310,41 +322,6 @@ class ContainerReader(StorageReader):
 
     def _open(self) -> Reader:
         return Reader(str(self.path), storage_options=self.storage_options)
-
-
-class _Previous:
-    """The previous step's container (``reference``), opened on first use: the record and
-    values of its shard of a name, where it has one of the same dtype and shape."""
-
-    def __init__(self, reference: str | None, opts: dict[str, Any] | None) -> None:
-        self.reference, self.opts = reference, opts
-        self.reader: Reader | None = None
-
-    def record(self, name: str, array: Any) -> tuple[TensorRecord, Any] | None:
-        if self.reference is None:
-            return None
-        if self.reader is None:
-            self.reader = Reader(self.reference, storage_options=self.opts)
-        r = self.reader
-        if name not in r or r.layout(name) != "dense":
-            return None
-        info = r.info(name)
-        if tuple(info.shape) != tuple(array.shape) or info.dtype != dtype_name(array.dtype):
-            return None
-        values = r.read_tensor(name, check=True)
-        digest = tensor_hash(values)
-        if digest is None:
-            return None
-        here = (self.reference, name, info.depth)
-        shape = tuple(info.shape)
-        rec = TensorRecord(
-            name, {}, int(values.nbytes), digest, info.depth, here, shape, info.dtype
-        )
-        return rec, values
-
-    def close(self) -> None:
-        if self.reader is not None:
-            self.reader.close()
 
 
 def _bytes_array(data: bytes) -> Any:
