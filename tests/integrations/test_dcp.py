@@ -176,3 +176,27 @@ def test_a_bytes_item_that_is_not_weights_only_is_refused(tmp_path: Path) -> Non
             "chunks": [{"offsets": [0], "sizes": [6], "name": "w"}],
         }
         assert doc["tensors"]["args"] == {"bytes": "args"}
+
+
+def test_complex_tensors_a_zip_of_the_container_and_a_missing_reference(tmp_path: Path) -> None:
+    import torch
+    import torch.distributed.checkpoint as dcp
+
+    from nncodecs.integrations.dcp import ContainerReader, ContainerWriter
+
+    state = {"c": torch.randn(4, 3, dtype=torch.complex64), "w": torch.randn(5)}
+    dcp.save(state, storage_writer=ContainerWriter(tmp_path / "a"))  # (complex: as bytes)
+    back = {"c": torch.zeros(4, 3, dtype=torch.complex64), "w": torch.zeros(5)}
+    dcp.load(back, storage_reader=ContainerReader(tmp_path / "a"))
+    assert torch.equal(back["c"], state["c"]) and torch.equal(back["w"], state["w"])
+    r = subprocess.run([sys.executable, "-m", "nncodecs", "convert", "a", "-o", "a.zarr.zip"],
+                       cwd=tmp_path, capture_output=True, text=True)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert ContainerReader.validate_checkpoint_id(tmp_path / "a.zarr.zip")
+    again = {"c": torch.zeros(4, 3, dtype=torch.complex64), "w": torch.zeros(5)}
+    dcp.load(again, storage_reader=ContainerReader(tmp_path / "a.zarr.zip"))
+    assert torch.equal(again["c"], state["c"])
+    writer = ContainerWriter(tmp_path / "b", reference=tmp_path / "missing")
+    with pytest.raises(BaseException, match="missing"):  # (DCP's CheckpointException)
+        dcp.save(state, storage_writer=writer)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "a.zarr.zip"]  # (nothing begun)

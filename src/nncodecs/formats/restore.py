@@ -173,6 +173,11 @@ def decompress(
 
 def _restore_dcp(r: Reader, container: Any, out: Path, force: bool) -> str:
     """A torch.distributed.checkpoint directory, byte for byte (see nncodecs.formats.dcp)."""
+    if out.suffix.lower() in (*WRITE_FORMATS, ".zip"):
+        raise ValueError(
+            f"{out}: the container restores to a torch.distributed.checkpoint directory: "
+            "name a folder, not a file"
+        )
     local = local_output(container)
     not_on_a_chain(out, [container])
     with atomic_output(out, force, directory=True, inputs=(local,) if local else ()) as tmp:

@@ -30,6 +30,7 @@ import dataclasses
 import io
 import os
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -92,7 +93,7 @@ class ContainerWriter(StorageWriter):
         super().__init__()
         container_tasks.plan("x", "uint8", (0,), codec)  # (an unknown codec refused here)
         self.codec, self.overwrite, self.storage_options = codec, overwrite, storage_options
-        self.reference = None if reference is None else target_of(reference)
+        self.reference = None if reference is None else target_of(reference, writing=False)
         self.max_chain = check_max_chain(max_chain)
         self.path: str | None = None
         self.is_coordinator = False
@@ -123,12 +124,19 @@ class ContainerWriter(StorageWriter):
 
         target = plan.storage_data
         container_tasks.check_begun(target, self.storage_options)
-        results = []
         previous = Previous(self.reference, self.storage_options)
         batch = Batch(target, self.storage_options)
         try:
-            for item in plan.items:
-                results.append(self._write_item(target, item, planner, previous, batch))
+            # (two items coded at once where none is read against a previous step: the
+            # codec releases the GIL, and a model's hundreds of small tensors each code
+            # on one thread)
+            workers = 1 if self.reference is not None else 2
+            with ThreadPoolExecutor(workers, thread_name_prefix="nncodecs-dcp-code") as pool:
+                futures = [
+                    pool.submit(self._write_item, target, item, planner, previous, batch)
+                    for item in plan.items
+                ]
+                results = [f.result() for f in futures]
             batch.flush()
         finally:
             previous.close()
@@ -151,7 +159,7 @@ class ContainerWriter(StorageWriter):
             name, array = item.index.fqn, _bytes_array(data.getvalue())
         else:
             name = shard_name(item.index.fqn, item.tensor_data.chunk.offsets, item)
-            array = as_numpy(data.detach().to("cpu").contiguous())
+            array = _array(data.detach().to("cpu").contiguous())
         p = container_tasks.plan(name, array.dtype, array.shape, self.codec)
         found = previous.record(name, array) if item.type != WriteItemType.BYTE_IO else None
         if found is not None:
@@ -208,6 +216,8 @@ class ContainerWriter(StorageWriter):
     def _begin(self) -> str:
         path, staging = str(self.path), self._staging()
         opts = self.storage_options
+        if self.reference is not None:  # (a reference that cannot be read: refused first)
+            Reader(self.reference, storage_options=opts).close()
         if is_url(path):
             if self.overwrite:
                 raise ValueError(
@@ -245,12 +255,13 @@ class ContainerReader(StorageReader):
         self.path: str | None = None
         self.bytes_read = 0
         self.names: dict[tuple[str, tuple[int, ...] | None], str] = {}
+        self.shapes: dict[str, tuple[Any, tuple[int, ...]]] = {}
         if path is not None:
             self.reset(path)
 
     def reset(self, checkpoint_id: str | os.PathLike[str] | None = None) -> None:
         if checkpoint_id is not None:
-            self.path = target_of(checkpoint_id)
+            self.path = target_of(checkpoint_id, writing=False)
         self.bytes_read = 0
 
     def read_metadata(self, *args: Any, **kwargs: Any) -> Metadata:
@@ -261,6 +272,7 @@ class ContainerReader(StorageReader):
             if record is None:
                 raise ValueError(f"{self.path}: not a container of a DCP checkpoint")
             metadata, self.names = metadata_from_json(record, r)
+        self.shapes = _shapes(metadata, self.names)
         return metadata
 
     def set_up_storage_reader(
@@ -268,6 +280,7 @@ class ContainerReader(StorageReader):
     ) -> None:
         if metadata.storage_data:
             self.names = metadata.storage_data
+            self.shapes = _shapes(metadata, self.names)
 
     def prepare_local_plan(self, plan: LoadPlan) -> LoadPlan:
         return plan
@@ -278,6 +291,7 @@ class ContainerReader(StorageReader):
     def read_data(self, plan: LoadPlan, planner: LoadPlanner) -> Future[None]:
         """Read the stored shards this rank's plan names, each once, checked, one at a
         time."""
+        import torch
         from torch.distributed._shard._utils import narrow_tensor_by_index
         from torch.distributed.checkpoint.planner import LoadItemType
         from torch.futures import Future
@@ -294,6 +308,9 @@ class ContainerReader(StorageReader):
                     raise CorruptDataError(f"{self.path}: {name!r} is not stored")
                 self.bytes_read += r.info(name).stored_bytes
                 held = r.read_tensor(name, to="torch", check=True)
+                shape = self.shapes.get(name)
+                if shape is not None and held.dtype != shape[0]:  # (stored as its bytes)
+                    held = held.reshape(-1).view(torch.uint8).view(shape[0]).reshape(shape[1])
                 for req in reqs:
                     if req.type == LoadItemType.BYTE_IO:
                         raw = held.numpy().tobytes()
@@ -316,12 +333,36 @@ class ContainerReader(StorageReader):
 
     @classmethod
     def validate_checkpoint_id(cls, checkpoint_id: str | os.PathLike[str]) -> bool:
-        """A container (its ``zarr.json``) at a local path, or any URL."""
+        """A container at a local path (a directory with its ``zarr.json``, or a zip),
+        or any URL."""
         target = str(checkpoint_id)
-        return is_url(target) or Path(target, "zarr.json").is_file()
+        local = Path(target)
+        return is_url(target) or (local / "zarr.json").is_file() or local.suffix == ".zip"
 
     def _open(self) -> Reader:
         return Reader(str(self.path), storage_options=self.storage_options)
+
+
+def _shapes(metadata: Any, names: dict[Any, str]) -> dict[str, tuple[Any, tuple[int, ...]]]:
+    """The dtype and shape of each stored shard, by its name in the container."""
+    out = {}
+    for fqn, m in metadata.state_dict_metadata.items():
+        for c in getattr(m, "chunks", []):
+            name = names.get((fqn, tuple(int(o) for o in c.offsets)))
+            if name is not None:
+                out[name] = (m.properties.dtype, tuple(int(d) for d in c.sizes))
+    return out
+
+
+def _array(tensor: Any) -> Any:
+    """A tensor as NumPy; one of a dtype nncodecs does not code (complex) as its bytes
+    (DCP's metadata keeps its dtype: the reader views them back)."""
+    try:
+        return as_numpy(tensor)
+    except TypeError:
+        import torch
+
+        return as_numpy(tensor.reshape(-1).view(torch.uint8))
 
 
 def _bytes_array(data: bytes) -> Any:

@@ -15,15 +15,16 @@ from nncodecs.outputs import is_url
 __all__ = ["remove_unfinished", "swap", "target_of"]
 
 
-def target_of(checkpoint_id: Any) -> str:
+def target_of(checkpoint_id: Any, writing: bool = True) -> str:
+    """A checkpoint id as a target: a path or URL; a zip only to read (``writing=False``)."""
     target = os.fspath(checkpoint_id)
     if not isinstance(target, str) or not target:
         raise TypeError(f"a checkpoint id is a path or URL, got {checkpoint_id!r}")
-    if target.rstrip("/").endswith(".zip"):
+    if writing and target.rstrip("/").endswith(".zip"):
         raise ValueError(
             f"{target}: a DCP checkpoint is written as a directory or URL container, each "
-            "rank writing its own objects; a zip is written in one piece (make one from "
-            "the directory afterwards)"
+            "rank writing its own objects; a zip is written in one piece (`nncodecs "
+            "convert DIR -o NAME.zarr.zip` makes one afterwards, which ContainerReader reads)"
         )
     return target.rstrip("/") if target not in ("/",) else target
 
