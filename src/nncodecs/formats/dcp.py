@@ -2,17 +2,17 @@
 DCP's ``FileSystemWriter`` writes them) as a :class:`Source`, restored byte for byte.
 
 ``.metadata`` is a pickle of DCP's ``Metadata``: it is read through a restricted
-unpickler that admits DCP's metadata classes and a few of torch's names and nothing
-else (a pickle naming any other is refused by name; no code of its choosing runs;
-torch's own weights-only unpickler does not read the pickle protocol DCP writes). It
-says where each saved item lies: a file, an offset, a length. A tensor item is a
-``torch.save`` of one shard: a small zip whose one storage record holds the shard's
-bytes. Each such record is a tensor of the container, typed by the metadata's dtype and
-shaped as its chunk, named by its fully qualified name (``<fqn>@<offsets>`` for a shard that is not the whole tensor).
-Everything else (each zip's headers and pickle, bytes items, items written through a
-stream transform such as DCP's ZStandard extension) is kept as the file's bytes around
-those records, and ``.metadata`` as a kept file: ``decompress`` writes every file back
-byte for byte, each checked against its CRC32C (:func:`restore_dcp`).
+unpickler that admits DCP's metadata classes and a few of torch's names and nothing else
+(a pickle naming any other is refused by name; no code of its choosing runs; torch's own
+weights-only unpickler does not read the pickle protocol DCP writes). It says where each
+saved item lies: a file, an offset, a length. A tensor item is a ``torch.save`` of one
+shard: a small zip whose one storage record holds the shard's bytes. Each such record is
+a tensor of the container, typed by the metadata's dtype and shaped as its chunk, named
+by its fully qualified name (``<fqn>@<offsets>`` for a shard that is not the whole
+tensor). Everything else (each zip's headers and pickle, bytes items, items written
+through a stream transform such as DCP's ZStandard extension) is kept as the file's
+bytes around those records, and ``.metadata`` as a kept file: ``decompress`` writes
+every file back byte for byte, each checked against its CRC32C (:func:`restore_dcp`).
 """
 
 from __future__ import annotations
