@@ -30,7 +30,6 @@ import dataclasses
 import io
 import os
 import shutil
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -127,16 +126,9 @@ class ContainerWriter(StorageWriter):
         previous = Previous(self.reference, self.storage_options)
         batch = Batch(target, self.storage_options)
         try:
-            # (two items coded at once where none is read against a previous step: the
-            # codec releases the GIL, and a model's hundreds of small tensors each code
-            # on one thread)
-            workers = 1 if self.reference is not None else 2
-            with ThreadPoolExecutor(workers, thread_name_prefix="nncodecs-dcp-code") as pool:
-                futures = [
-                    pool.submit(self._write_item, target, item, planner, previous, batch)
-                    for item in plan.items
-                ]
-                results = [f.result() for f in futures]
+            results = [
+                self._write_item(target, item, planner, previous, batch) for item in plan.items
+            ]
             batch.flush()
         finally:
             previous.close()

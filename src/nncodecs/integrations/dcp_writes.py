@@ -4,7 +4,6 @@ batch at a time, and the previous step's shards it is stored against."""
 from __future__ import annotations
 
 import functools
-import threading
 from typing import Any
 
 from nncodecs.container import Reader
@@ -31,14 +30,12 @@ class Batch:
         self.size = 0
         self.pool = ThreadPoolExecutor(1, thread_name_prefix="nncodecs-dcp")
         self.pending: Any = None
-        self.lock = threading.Lock()
 
     def add(self, objects: dict[str, Any]) -> None:
-        with self.lock:  # (items are coded on two threads)
-            self.objects.update(objects)
-            self.size += sum(len(v) for v in objects.values())
-            if self.size >= self.BYTES:
-                self.flush(wait=False)
+        self.objects.update(objects)
+        self.size += sum(len(v) for v in objects.values())
+        if self.size >= self.BYTES:
+            self.flush(wait=False)
 
     def flush(self, wait: bool = True) -> None:
         if self.pending is not None:
