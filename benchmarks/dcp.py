@@ -34,7 +34,16 @@ warnings.filterwarnings("ignore", message="torch.distributed is disabled")
 
 
 def size(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def remove(path: Path) -> None:
+    if path.is_file():
+        path.unlink()
+    else:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def zeroed(state: Any) -> Any:
@@ -59,19 +68,18 @@ def same(a: Any, b: Any) -> bool:
     return a == b
 
 
-def systems() -> dict[str, tuple[Any, Any]]:
+def systems() -> dict[str, tuple[Any, Any, str]]:
     from torch.distributed.checkpoint._extension import ZStandard
 
     return {
-        "DCP FileSystemWriter": (lambda p: FileSystemWriter(p), lambda p: FileSystemReader(p)),
+        "DCP FileSystemWriter": (FileSystemWriter, FileSystemReader, ""),
         "DCP + ZStandard": (
             lambda p: FileSystemWriter(p, _extensions=[ZStandard()]),
-            lambda p: FileSystemReader(p),
+            FileSystemReader,
+            "",
         ),
-        "nncodecs ContainerWriter": (
-            lambda p: ContainerWriter(p, overwrite=True),
-            lambda p: ContainerReader(p),
-        ),
+        "nncodecs, a directory": (ContainerWriter, ContainerReader, ""),
+        "nncodecs, a zip": (ContainerWriter, ContainerReader, ".zip"),
     }
 
 
@@ -96,29 +104,35 @@ def main() -> None:
     for dtype in ("float32", "bfloat16"):
         state = torch.load(made / f"step-010.{dtype}.pt", weights_only=True)
         raw = sum(t.numel() * t.element_size() for t in _tensors(state))
-        plain: dict[str, float] = {}
-        for name, (writer, reader) in systems().items():
-            saves, loads, exact, stored = [], [], True, 0
-            for i in range(args.repeat):
-                path = work / "out" / f"{i}"
-                shutil.rmtree(path, ignore_errors=True)
+        runs = {name: {"save": [], "load": [], "exact": True, "stored": 0} for name in systems()}
+        for i in range(args.repeat + 1):  # (round 0 warms up, uncounted; then round-robin)
+            for name, (writer, reader, suffix) in systems().items():
+                run = runs[name]
+                path = work / "out" / f"{i}{suffix}"
+                remove(path)
                 t0 = time.perf_counter()
                 dcp.save(state, storage_writer=writer(path))
-                saves.append(time.perf_counter() - t0)
-                stored = size(path)
+                save = time.perf_counter() - t0
+                run["stored"] = size(path)
                 target = zeroed(state)
                 t0 = time.perf_counter()
                 dcp.load(target, storage_reader=reader(path))
-                loads.append(time.perf_counter() - t0)
-                exact &= same(state, target)
-                shutil.rmtree(path)
-            save, load = statistics.median(saves), statistics.median(loads)
-            plain = plain or {"save": save, "load": load}
+                load = time.perf_counter() - t0
+                run["exact"] &= same(state, target)
+                remove(path)
+                if i:
+                    run["save"].append(save)
+                    run["load"].append(load)
+        plain = {k: statistics.median(runs["DCP FileSystemWriter"][k]) for k in ("save", "load")}
+        for name, run in runs.items():
+            save, load = statistics.median(run["save"]), statistics.median(run["load"])
+            stored, exact = run["stored"], "yes" if run["exact"] else "NO"
             print(f"{dtype:9s} {name:26s} {stored / 1e6:10.2f} {times_smaller(raw, stored, 3):>8s} "
                   f"{save:8.2f} {save / plain['save']:8.2f}x {load:8.2f} "
-                  f"{load / plain['load']:8.2f}x {'yes' if exact else 'NO':>6s}")  # fmt: skip
+                  f"{load / plain['load']:8.2f}x {exact:>6s}")  # fmt: skip
     print(f"\nratio = tensor bytes ({raw / 1e6:.1f} MB of float32) / stored bytes (x smaller); "
-          "seconds: medians of", args.repeat)  # fmt: skip
+          f"seconds: medians of {args.repeat} rounds (one save and load of each system a "
+          "round, in turn), after a round that warms up")  # fmt: skip
 
 
 def _tensors(state: Any) -> list[torch.Tensor]:

@@ -51,14 +51,17 @@ def _torch() -> None:
     optional_import("torch")
 
 
-@pytest.mark.parametrize(("saved", "loaded"), [(2, 2), (4, 2), (2, 4)])
-def test_save_and_load_resharded(tmp_path: Path, saved: int, loaded: int) -> None:
-    path = str(tmp_path / "step-1")
+@pytest.mark.parametrize(
+    ("saved", "loaded", "suffix"), [(2, 2, ""), (4, 2, ""), (2, 4, ""), (4, 2, ".zip")]
+)
+def test_save_and_load_resharded(tmp_path: Path, saved: int, loaded: int, suffix: str) -> None:
+    """Into a directory, or a zip (each rank writing a part, joined at the commit)."""
+    path = str(tmp_path / f"step-1{suffix}")
     all_ok(ranks(saved, {"mode": "save", "path": path}))
     with Reader(path) as r:  # (one container: a shard a tensor, DCP's metadata as JSON)
         assert "dcp.metadata" in r.metadata and json.loads(r.metadata["dcp.metadata"])
         assert f"model.w@{96 // saved},0" in r and "model.r" in r
-    assert not list(tmp_path.glob(".*"))  # (nothing left beside it)
+    assert [p.name for p in tmp_path.iterdir()] == [f"step-1{suffix}"]  # (nothing beside it)
     got = ranks(loaded, {"mode": "load", "path": path})
     all_ok(got)
     for r in got:
@@ -80,7 +83,7 @@ def test_async_save_and_one_writer_for_two_steps(tmp_path: Path) -> None:
 
 
 def test_a_step_stored_against_the_previous_one_shard_by_shard(tmp_path: Path) -> None:
-    a, b = str(tmp_path / "step-1"), str(tmp_path / "step-2")
+    a, b = str(tmp_path / "step-1"), str(tmp_path / "step-2.zip")  # (a directory, then a zip)
     all_ok(ranks(2, {"mode": "save", "path": a}))
     all_ok(ranks(2, {"mode": "save", "path": b, "nudged": True, "reference": a}))
     with Reader(b) as r:
@@ -112,11 +115,12 @@ def test_into_an_s3_compatible_server(tmp_path: Path) -> None:
         assert any("holds data already" in r["stderr"] for r in refused)
 
 
-@pytest.mark.parametrize("victim", [1, 0])  # (a rank, the coordinator)
+@pytest.mark.parametrize(("victim", "suffix"), [(1, ""), (0, ""), (1, ".zip")])
 def test_an_existing_container_is_replaced_only_at_commit_and_only_when_asked(
-    tmp_path: Path, victim: int
+    tmp_path: Path, victim: int, suffix: str
 ) -> None:
-    path = str(tmp_path / "step")
+    """(victim: a rank, or the coordinator, killed midway.)"""
+    path = str(tmp_path / f"step{suffix}")
     all_ok(ranks(2, {"mode": "save", "path": path, "seed": 1}))
     refused = ranks(2, {"mode": "save", "path": path, "seed": 2})
     assert all(r["rc"] != 0 for r in refused)
@@ -128,7 +132,8 @@ def test_an_existing_container_is_replaced_only_at_commit_and_only_when_asked(
     got = ranks(2, {"mode": "load", "path": path, "seed": 1})
     all_ok(got)
     assert all(r["ok"] and r["step"] == 1 for r in got)
-    assert list(tmp_path.glob(".step.nncodecs-dcp"))  # (what the killed save left)
+    left = ".step.zip.nncodecs-parts" if suffix else ".step.nncodecs-dcp"
+    assert list(tmp_path.glob(left))  # (what the killed save left)
     all_ok(ranks(2, {"mode": "save", "path": path, "seed": 2, "overwrite": True}))
     assert not list(tmp_path.glob(".*"))  # (removed by the next save)
     got = ranks(2, {"mode": "load", "path": path, "seed": 2})
@@ -138,9 +143,10 @@ def test_an_existing_container_is_replaced_only_at_commit_and_only_when_asked(
 def test_refusals() -> None:
     from nncodecs.integrations.dcp import ContainerReader, ContainerWriter
 
-    with pytest.raises(ValueError, match="zip"):
-        ContainerWriter("ckpt.zarr.zip")
-    assert not ContainerWriter.validate_checkpoint_id("x.zip")
+    with pytest.raises(ValueError, match="local file"):
+        ContainerWriter("s3://b/ckpt.zip")
+    assert ContainerWriter.validate_checkpoint_id("x.zip")
+    assert not ContainerWriter.validate_checkpoint_id("s3://b/x.zip")
     assert ContainerWriter.validate_checkpoint_id("s3://b/step-1")
     assert not ContainerReader.validate_checkpoint_id("/no/such/container")
     with pytest.raises(ValueError, match="codec"):
@@ -200,3 +206,23 @@ def test_complex_tensors_a_zip_of_the_container_and_a_missing_reference(tmp_path
     with pytest.raises(BaseException, match="missing"):  # (DCP's CheckpointException)
         dcp.save(state, storage_writer=writer)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "a.zarr.zip"]  # (nothing begun)
+
+
+def test_a_zip_target_that_is_not_a_container_is_never_replaced(tmp_path: Path) -> None:
+    import torch
+    import torch.distributed.checkpoint as dcp
+
+    from nncodecs.integrations.dcp import ContainerReader, ContainerWriter
+
+    other = tmp_path / "notes.zip"
+    other.write_bytes(b"PK\x05\x06" + bytes(18))  # (an empty zip, not a container)
+    state = {"w": torch.randn(7, 3), "step": 3}
+    with pytest.raises(BaseException, match="not a container"):  # (DCP's CheckpointException)
+        dcp.save(state, storage_writer=ContainerWriter(other, overwrite=True))
+    assert other.read_bytes() == b"PK\x05\x06" + bytes(18)
+    path = tmp_path / "one.zip"  # (one process: DCP without a process group)
+    dcp.save(state, storage_writer=ContainerWriter(path))
+    back = {"w": torch.zeros(7, 3), "step": 0}
+    dcp.load(back, storage_reader=ContainerReader(path))
+    assert torch.equal(back["w"], state["w"]) and back["step"] == 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.zip", "one.zip"]

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from nncodecs.errors import CorruptDataError
 from nncodecs.store import zip_writer
 from nncodecs.store.zip_entries import ZipEntries
 from nncodecs.store.zip_writer import ZipWriter
@@ -175,3 +176,41 @@ def test_every_commit_of_a_zip_container_is_a_whole_zip(tmp_path: Path) -> None:
     if shutil.which("unzip"):
         run = subprocess.run(["unzip", "-tqq", str(target)], capture_output=True, text=True)
         assert run.returncode == 0, run.stdout
+
+
+@pytest.mark.parametrize("kernel_copy", [True, False])
+def test_parts_joined_into_one_zip(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kernel_copy: bool
+) -> None:
+    """Files of entries written apart (parts: no central directory) joined after a first
+    one, their offsets moved; by ``copy_file_range``, or by reads and writes where the
+    kernel copy is refused."""
+    items = _entries(30)
+    names = list(items)
+    shares = [names[0:10], names[10:11], names[11:]]
+    parts = []
+    for i, share in enumerate(shares):
+        w = ZipWriter(tmp_path / f"p{i}")
+        for name in share:
+            w.add(name, items[name])
+        w.discard()
+        parts.append((tmp_path / f"p{i}", w.entries, w.tell()))
+    if not kernel_copy:
+
+        def refused(*args: object) -> int:
+            raise OSError(18, "Invalid cross-device link")
+
+        monkeypatch.setattr(zip_writer.os, "copy_file_range", refused)
+    first, entries, size = parts[0]
+    out = ZipWriter(first, entries, size)
+    for part in parts[1:]:
+        out.join(*part)
+    out.add("zarr.json", b"{}", deflate=True)
+    out.close()
+    _check(first, {**items, "zarr.json": b"{}"})
+    cut, entries, size = parts[2]
+    cut.write_bytes(cut.read_bytes()[:-1])
+    again = ZipWriter(tmp_path / "again.zip")
+    with pytest.raises(CorruptDataError, match="another size"):
+        again.join(cut, entries, size)
+    again.discard()

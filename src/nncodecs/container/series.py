@@ -13,6 +13,7 @@ any but the one holding its reference.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,9 +66,12 @@ def write_tensor(
     array: Any,
     series: Series | None = None,
     storage_options: dict[str, Any] | None = None,
+    put: Callable[[dict[str, Any]], None] | None = None,
 ) -> TensorRecord:
     """Store one whole tensor (see the module's docstring); its record for the commit
-    and for the later tasks of the series."""
+    and for the later tasks of the series. ``put``: where its objects go instead of the
+    target's store (a task gathering many tensors' objects into one write, or into a
+    part of a zip: :mod:`nncodecs.container.task_zip`)."""
     arr = np.asarray(array, order="C")
     if arr.shape != p.shape or little(arr.dtype) != p.dtype:
         raise ValueError(
@@ -117,7 +121,10 @@ def write_tensor(
     else:
         attrs.pop("duplicate", None)
         objects, doc = records.array_objects(p.node, arr, p.codec, p.chunk_bytes, attrs, dims)
-    write_objects(target, storage_options, dict(objects))
+    if put is None:
+        write_objects(target, storage_options, dict(objects))
+    else:
+        put(dict(objects))
     return TensorRecord(
         name=p.name,
         doc=doc,

@@ -52,6 +52,7 @@ __all__ = [
     "begin",
     "check_begun",
     "commit",
+    "commit_objects",
     "little",
     "plan",
     "store_of",
@@ -341,6 +342,20 @@ def commit(
     two whole records, or name a tensor no plan names. (The records are the tasks'
     word for what they wrote; a forged one makes a tensor that a read refuses.)"""
     check_begun(target, storage_options)
+    objects = commit_objects(plans, records, metadata, target)
+    root = objects.pop("zarr.json")
+    write_objects(target, storage_options, objects)
+    write_objects(target, storage_options, {"zarr.json": root})
+
+
+def commit_objects(
+    plans: list[TensorPlan],
+    records: Iterable[SlabRecord | TensorRecord],
+    metadata: dict[str, str] | None = None,
+    target: str = "tasks",
+) -> dict[str, bytes]:
+    """What :func:`commit` writes, checked as it checks the records (``target``: for
+    messages): each tensor's document, then the root document (``"zarr.json"``, last)."""
     names = [p.name for p in plans]
     if len(set(names)) != len(names):
         raise ValueError(f"{target}: two plans share a tensor name")
@@ -372,7 +387,5 @@ def commit(
             doc = _slab_doc(p, slabs[p.name])
         docs[p.node] = doc
     root = documents.group_doc(layout.root_attrs(names, metadata or {}), docs)
-    write_objects(
-        target, storage_options, {f"{n}/zarr.json": documents.dumps(d) for n, d in docs.items()}
-    )
-    write_objects(target, storage_options, {"zarr.json": documents.dumps(root)})
+    objects = {f"{n}/zarr.json": documents.dumps(d) for n, d in docs.items()}
+    return {**objects, "zarr.json": documents.dumps(root)}

@@ -9,24 +9,68 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from nncodecs.container import Reader, task_zip
 from nncodecs.container import tasks as container_tasks
 from nncodecs.outputs import is_url
 
-__all__ = ["remove_unfinished", "swap", "target_of"]
+__all__ = ["begin_save", "is_zip", "remove_unfinished", "staging_of", "swap", "target_of"]
 
 
 def target_of(checkpoint_id: Any, writing: bool = True) -> str:
-    """A checkpoint id as a target: a path or URL; a zip only to read (``writing=False``)."""
+    """A checkpoint id as a target: a path or URL; a zip, a local one (to read, any)."""
     target = os.fspath(checkpoint_id)
     if not isinstance(target, str) or not target:
         raise TypeError(f"a checkpoint id is a path or URL, got {checkpoint_id!r}")
-    if writing and target.rstrip("/").endswith(".zip"):
+    if writing and is_url(target) and is_zip(target.rstrip("/")):
         raise ValueError(
-            f"{target}: a DCP checkpoint is written as a directory or URL container, each "
-            "rank writing its own objects; a zip is written in one piece (`nncodecs "
-            "convert DIR -o NAME.zarr.zip` makes one afterwards, which ContainerReader reads)"
+            f"{target}: a zip is written as a local file (its parts joined and renamed into "
+            "place); a URL takes a directory container, each rank writing its own objects"
         )
     return target.rstrip("/") if target not in ("/",) else target
+
+
+def is_zip(target: str) -> bool:
+    """A zip target (one file): its name ends in ``.zip``."""
+    return target.endswith(".zip")
+
+
+def staging_of(path: str) -> str:
+    """Where the container is written: a hidden sibling of a local directory."""
+    if is_url(path):
+        return path
+    local = Path(path)
+    return str(local.parent / f".{local.name}.nncodecs-dcp")
+
+
+def begin_save(
+    path: str, overwrite: bool, reference: str | None, opts: dict[str, Any] | None
+) -> str:
+    """Begin a save at ``path`` (the coordinator, once): where the ranks write (the
+    staging container, a zip's parts folder, or the URL itself), after the checks and
+    the removal of what a killed save left there."""
+    if reference is not None:  # (a reference that cannot be read: refused first)
+        Reader(reference, storage_options=opts).close()
+    if is_zip(path):
+        return str(task_zip.begin(path, overwrite))
+    staging = staging_of(path)
+    if is_url(path):
+        if overwrite:
+            raise ValueError(
+                f"{path}: overwrite is for a local directory (a URL has no rename: a "
+                "container there would be gone before the new one is committed)"
+            )
+        remove_unfinished(path, opts)
+    else:
+        local = Path(path)
+        if (local.exists() or local.is_symlink()) and not overwrite:
+            raise FileExistsError(f"{path}: exists (overwrite=True replaces it at the commit)")
+        if local.exists() and not (local / "zarr.json").is_file():
+            raise FileExistsError(f"{path}: exists and is not a container: never replaced")
+        remove_unfinished(staging, opts, staging=True)
+        shutil.rmtree(local.parent / f".{local.name}.nncodecs-old", ignore_errors=True)
+        local.parent.mkdir(parents=True, exist_ok=True)
+    container_tasks.begin(staging, {}, opts)
+    return staging
 
 
 def remove_unfinished(target: str, opts: dict[str, Any] | None, staging: bool = False) -> None:

@@ -4,6 +4,7 @@ batch at a time, and the previous step's shards it is stored against."""
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 from nncodecs.container import Reader
@@ -18,14 +19,20 @@ __all__ = ["Batch", "Previous"]
 class Batch:
     """Objects gathered and written a batch at a time, in a thread of their own while
     the next batch is encoded (one write of hundreds of small tensors' objects, not
-    hundreds of writes)."""
+    hundreds of writes): into the store at ``target``, or given to ``sink`` (a part of a
+    zip, :class:`nncodecs.container.task_zip.Part`), one batch after another."""
 
     BYTES = 64 << 20
 
-    def __init__(self, target: str, opts: dict[str, Any] | None) -> None:
+    def __init__(
+        self,
+        target: str,
+        opts: dict[str, Any] | None,
+        sink: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
         from concurrent.futures import ThreadPoolExecutor
 
-        self.target, self.opts = target, opts
+        self.sink = sink or functools.partial(container_tasks.write_objects, target, opts)
         self.objects: dict[str, Any] = {}
         self.size = 0
         self.pool = ThreadPoolExecutor(1, thread_name_prefix="nncodecs-dcp")
@@ -42,9 +49,7 @@ class Batch:
             self.pending.result()  # (one batch in flight: its error is raised here)
             self.pending = None
         if self.objects:
-            write = functools.partial(
-                container_tasks.write_objects, self.target, self.opts, self.objects
-            )
+            write = functools.partial(self.sink, self.objects)
             self.objects, self.size = {}, 0
             self.pending = self.pool.submit(write)
         if wait and self.pending is not None:

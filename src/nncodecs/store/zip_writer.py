@@ -16,14 +16,16 @@ ZIP64 records, as ``zipfile`` writes them.
 
 from __future__ import annotations
 
+import os
 import shutil
 import struct
 import time
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from nncodecs.errors import CorruptDataError
 from nncodecs.outputs import open_new
 
 try:
@@ -106,6 +108,32 @@ class ZipWriter:
             raise
         self._at += len(header) + len(body)
         self._entries.append(entry)
+
+    @property
+    def entries(self) -> tuple[_Entry, ...]:
+        """The entries written so far (what a later ZipWriter, or :meth:`join`, takes)."""
+        return tuple(self._entries)
+
+    def join(self, part: Path, entries: tuple[_Entry, ...], size: int) -> None:
+        """Append the entries of another file that a ZipWriter wrote and discarded (a
+        part: ``size`` bytes of contiguous entries, no central directory), copied in the
+        kernel where it can (``copy_file_range``), their offsets moved to where they land."""
+        self._f.flush()
+        with open(part, "rb") as src:
+            if os.fstat(src.fileno()).st_size != size:
+                raise CorruptDataError(f"{part}: {size} bytes were written, it holds another size")
+            at, left, fd = self._at, size, self._f.fileno()
+            while left:
+                try:
+                    n = os.copy_file_range(src.fileno(), fd, left, size - left, at)
+                except (AttributeError, OSError):  # (not Linux, or across file systems)
+                    n = os.pwrite(fd, os.pread(src.fileno(), min(left, 64 << 20), size - left), at)
+                if n <= 0:
+                    raise CorruptDataError(f"{part}: ends before its {size} bytes")
+                at, left = at + n, left - n
+        self._entries += [replace(e, offset=e.offset + self._at) for e in entries]
+        self._at += size
+        self._f.seek(self._at)
 
     def _directory(self) -> bytes:
         """The central directory and its end records, for the entries so far, at ``_at``."""
