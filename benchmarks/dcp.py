@@ -1,13 +1,17 @@
-"""torch.distributed.checkpoint storage: nncodecs' ContainerWriter / ContainerReader beside
-DCP's own FileSystemWriter / FileSystemReader, plain and with DCP's zstd extension
-(``_extensions=[ZStandard()]``).
+"""torch.distributed.checkpoint storage: nncodecs' ContainerWriter / ContainerReader, into
+a directory and into a zip, beside DCP's own FileSystemWriter / FileSystemReader, plain
+and with DCP's zstd extension (``_extensions=[ZStandard()]``).
 
 The state dict is a real training checkpoint: all-MiniLM-L6-v2 after 10 AdamW steps
 (``nncodecs.datasets.minilm_training_checkpoints``): model (float32, or its weights
 rounded to bfloat16) and optimizer state (float32 moments). Saved and loaded in one
-process (DCP without a process group), five times each; printed: bytes stored (the
-directory's files), save and load seconds (medians of 5, and the ratio to the plain
-writer's), every load checked bit for bit against what was saved.
+process (DCP without a process group): a round saves and loads with each system in
+turn; the first round warms up and is not counted. Printed: bytes stored, save and
+load seconds (medians of the rounds, and each against the plain writer's; dirty pages
+written out before each), every load
+checked bit for bit against what was saved; then the files and folders each save
+makes and what creating one costs where they are written (a directory container makes
+one a stored object and a few a tensor, DCP's writer one a rank).
 
 Usage: ``python benchmarks/dcp.py [--work DIR] [--repeat 5]``
 """
@@ -104,17 +108,23 @@ def main() -> None:
     for dtype in ("float32", "bfloat16"):
         state = torch.load(made / f"step-010.{dtype}.pt", weights_only=True)
         raw = sum(t.numel() * t.element_size() for t in _tensors(state))
-        runs = {name: {"save": [], "load": [], "exact": True, "stored": 0} for name in systems()}
+        runs = {
+            name: {"save": [], "load": [], "exact": True, "stored": 0, "files": 0}
+            for name in systems()
+        }
         for i in range(args.repeat + 1):  # (round 0 warms up, uncounted; then round-robin)
             for name, (writer, reader, suffix) in systems().items():
                 run = runs[name]
                 path = work / "out" / f"{i}{suffix}"
                 remove(path)
+                os.sync()  # (no save pays for writing out another's dirty pages)
                 t0 = time.perf_counter()
                 dcp.save(state, storage_writer=writer(path))
                 save = time.perf_counter() - t0
                 run["stored"] = size(path)
+                run["files"] = sum(1 for _ in path.rglob("*")) + 1 if path.is_dir() else 1
                 target = zeroed(state)
+                os.sync()
                 t0 = time.perf_counter()
                 dcp.load(target, storage_reader=reader(path))
                 load = time.perf_counter() - t0
@@ -124,15 +134,33 @@ def main() -> None:
                     run["save"].append(save)
                     run["load"].append(load)
         plain = {k: statistics.median(runs["DCP FileSystemWriter"][k]) for k in ("save", "load")}
+        files = ", ".join(f"{name} {run['files']}" for name, run in runs.items())
         for name, run in runs.items():
             save, load = statistics.median(run["save"]), statistics.median(run["load"])
             stored, exact = run["stored"], "yes" if run["exact"] else "NO"
             print(f"{dtype:9s} {name:26s} {stored / 1e6:10.2f} {times_smaller(raw, stored, 3):>8s} "
                   f"{save:8.2f} {save / plain['save']:8.2f}x {load:8.2f} "
                   f"{load / plain['load']:8.2f}x {exact:>6s}")  # fmt: skip
-    print(f"\nratio = tensor bytes ({raw / 1e6:.1f} MB of float32) / stored bytes (x smaller); "
+    made_at = creation_cost(work / "out")
+    print(f"\nfiles and folders each save makes: {files}; creating one in {work / 'out'} "
+          f"takes {made_at * 1e6:.0f} us (a file and a folder, 500 of each)")  # fmt: skip
+    print(f"ratio = tensor bytes ({raw / 1e6:.1f} MB of float32) / stored bytes (x smaller); "
           f"seconds: medians of {args.repeat} rounds (one save and load of each system a "
           "round, in turn), after a round that warms up")  # fmt: skip
+
+
+def creation_cost(folder: Path, n: int = 500) -> float:
+    """Seconds to create one empty file or one folder in ``folder`` (the mean of both)."""
+    scratch = folder / "creation-cost"
+    remove(scratch)
+    scratch.mkdir(parents=True)
+    t0 = time.perf_counter()
+    for i in range(n):
+        (scratch / f"f{i}").touch()
+        (scratch / f"d{i}").mkdir()
+    spent = time.perf_counter() - t0
+    remove(scratch)
+    return spent / (2 * n)
 
 
 def _tensors(state: Any) -> list[torch.Tensor]:

@@ -253,7 +253,7 @@ class ContainerReader(StorageReader):
     def read_metadata(self, *args: Any, **kwargs: Any) -> Metadata:
         if self.path is None:
             raise ValueError("ContainerReader: no path (give one, or a checkpoint_id)")
-        with self._open() as r:
+        with collector_paused(), self._open() as r:
             record = r.metadata.get(METADATA)
             if record is None:
                 raise ValueError(f"{self.path}: not a container of a DCP checkpoint")
@@ -288,7 +288,7 @@ class ContainerReader(StorageReader):
             if name is None:
                 raise CorruptDataError(f"{self.path}: {req.storage_index.fqn!r} is not stored")
             by_name.setdefault(name, []).append(req)
-        with self._open() as r, collector_paused():
+        with collector_paused(), self._open() as r:  # (paused first: the Reader opens too)
             for name, reqs in by_name.items():
                 if name not in r:
                     raise CorruptDataError(f"{self.path}: {name!r} is not stored")
