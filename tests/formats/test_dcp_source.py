@@ -4,6 +4,7 @@ FileSystemWriter writes them) as input: stored typed, back byte for byte, their
 
 from __future__ import annotations
 
+import json
 import pickle
 import subprocess
 import sys
@@ -103,8 +104,34 @@ def test_a_sharded_directory_of_two_ranks(tmp_path: Path) -> None:
                 40,
             )
         )
+    for shown in ("s.zarr", "s"):  # (the container, and the directory itself)
+        info = run("info", shown, "--json", cwd=tmp_path)
+        assert info.returncode == 0, info.stderr
+        by_fqn = {t["name"]: t for t in json.loads(info.stdout)["dcp_tensors"]}
+        assert by_fqn["model.w"]["shape"] == [96, 40] and by_fqn["model.w"]["shards"] == 2
+        assert by_fqn["model.r"]["shards"] == 1 and by_fqn["step"]["dtype"] == "bytes"
+        assert by_fqn["model.w"]["stored_bytes"] > 0
+    text = run("info", "s.zarr", cwd=tmp_path).stdout
+    assert "by fully qualified name" in text and "96x40" in text
     assert run("decompress", "s.zarr", "-o", "back", "-q", cwd=tmp_path).returncode == 0
     same_tree(tmp_path / "s", tmp_path / "back")
+
+
+def test_dcp_rows_of_forged_json_leave_out_what_is_not_of_its_form() -> None:
+    from nncodecs.cli.info import dcp_rows
+
+    forged = {
+        "ok": {"dtype": "float32", "size": [4, 2], "chunks": [{"name": "ok"}]},
+        "no-chunks": {"dtype": "float32", "size": [4]},
+        "odd": 7,
+        "b": {"bytes": 5},
+        "shape": {"dtype": "x", "size": ["1", 2], "chunks": ["junk", {"name": 3}]},
+    }
+    rows = {r["name"]: r for r in dcp_rows(forged, {"ok": 10})}
+    assert set(rows) == {"ok", "b", "shape"}
+    assert rows["ok"]["stored_bytes"] == 10 and rows["shape"]["shape"] == [2]
+    assert rows["b"]["stored_bytes"] == 0
+    assert dcp_rows([1, 2], {}) == [] and dcp_rows(None, {}) == []
 
 
 class _Evil:

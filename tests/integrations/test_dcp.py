@@ -69,6 +69,10 @@ def test_save_and_load_resharded(tmp_path: Path, saved: int, loaded: int, suffix
         assert r["opt_step"] == 7.0
     with Reader(path) as r:
         stored = sum(r.info(n).stored_bytes for n in r)
+    info = subprocess.run([sys.executable, "-m", "nncodecs", "info", path, "--json"],
+                          capture_output=True, text=True)  # fmt: skip
+    by_fqn = {t["name"]: t for t in json.loads(info.stdout)["dcp_tensors"]}
+    assert by_fqn["model.w"]["shape"] == [96, 40] and by_fqn["model.w"]["shards"] == saved
     for r in got:  # (each rank reads its plan's shards, not the checkpoint)
         assert 0 < r["bytes_read"] < stored, (r["bytes_read"], stored)
 

@@ -19,11 +19,12 @@ def cmd_info(args: argparse.Namespace) -> int:
 
     src = Path(args.input)
     fmt = detect_format(src)
-    count, files, said = None, [], None
+    count, files, said, by_fqn = None, [], None, None
     if fmt == "container":
-        rows, count, files, said = _container_rows(src)
+        rows, count, files, said, by_fqn = _container_rows(src)
     else:
-        rows = _file_rows(src, fmt)
+        rows, by_fqn = _file_rows(src, fmt)
+    checkpoint = dcp_rows(by_fqn, {r["name"]: r["stored_bytes"] for r in rows})
     total_n = sum(r["nbytes"] for r in rows)
     original, stored, recorded = _sizes(src, fmt, total_n, said)
     if args.json:
@@ -38,6 +39,8 @@ def cmd_info(args: argparse.Namespace) -> int:
         }
         if fmt == "container":
             doc["source_tensors"], doc["files"] = count, files
+        if checkpoint:
+            doc["dcp_tensors"] = checkpoint
         print(json.dumps(doc))
         return 0
     table = [
@@ -53,17 +56,7 @@ def cmd_info(args: argparse.Namespace) -> int:
         for r in rows
     ]
     head = ("tensor", "dtype", "shape", "stored", "ratio", "codec", "reference (chain depth)")
-    widths = [max([len(head[i])] + [len(t[i]) for t in table]) for i in range(len(head))]
-    right = (False, False, False, True, True, False, False)
-
-    def line(cells: tuple[str, ...]) -> str:
-        return "  ".join(
-            c.rjust(w) if r else c.ljust(w) for c, w, r in zip(cells, widths, right, strict=True)
-        ).rstrip()
-
-    print(line(head))
-    for t in table:
-        print(line(t))
+    _print_table(head, table, (False, False, False, True, True, False, False))
     if fmt != "container":  # (a model file: its tensors, nothing compressed)
         print(f"{counted(len(rows), 'tensor')} ({fmt}): {human(total_n)} in {human(stored)}")
     else:  # (the ratio compress printed: the source's files against the container's)
@@ -76,7 +69,63 @@ def cmd_info(args: argparse.Namespace) -> int:
     if files:  # (a snapshot directory's config, tokenizer ...: Reader.read_file)
         more = f" and {len(files) - 8} more" if len(files) > 8 else ""
         print(f"{counted(len(files), 'kept file')}: {', '.join(shown(f) for f in files[:8])}{more}")
+    if checkpoint:  # (a DCP checkpoint: its tensors as DCP names them, whole)
+        print("\nby fully qualified name (torch.distributed.checkpoint):")
+        _print_table(
+            ("tensor", "dtype", "global shape", "shards", "stored"),
+            [
+                (
+                    shown(c["name"]),
+                    c["dtype"],
+                    "-" if c["dtype"] == "bytes" else "x".join(map(str, c["shape"])) or "()",
+                    str(c["shards"]),
+                    human(c["stored_bytes"]) if c["stored_bytes"] else "-",
+                )
+                for c in checkpoint
+            ],
+            (False, False, False, True, True),
+        )
     return 0
+
+
+def _print_table(head: tuple[str, ...], table: list[tuple[str, ...]], right: tuple) -> None:
+    widths = [max([len(head[i])] + [len(t[i]) for t in table]) for i in range(len(head))]
+
+    def line(cells: tuple[str, ...]) -> str:
+        return "  ".join(
+            c.rjust(w) if r else c.ljust(w) for c, w, r in zip(cells, widths, right, strict=True)
+        ).rstrip()
+
+    print(line(head))
+    for t in table:
+        print(line(t))
+
+
+def dcp_rows(by_fqn: Any, stored: dict[str, int]) -> list[dict[str, Any]]:
+    """A DCP checkpoint's tensors by fully qualified name (``by_fqn``: the JSON the
+    container or the directory's source gives; entries not of its form are left out):
+    dtype, global shape, the number of shards, the stored bytes of those stored."""
+    out: list[dict[str, Any]] = []
+    for fqn, item in (by_fqn if isinstance(by_fqn, dict) else {}).items():
+        if not isinstance(item, dict):
+            continue
+        if "bytes" in item:
+            held = stored.get(item["bytes"], 0) if isinstance(item["bytes"], str) else 0
+            out.append({"name": fqn, "dtype": "bytes", "shape": [], "shards": 1,
+                        "stored_bytes": held})  # fmt: skip # (one row)
+            continue
+        chunks, size = item.get("chunks"), item.get("size")
+        if not (isinstance(chunks, list) and isinstance(size, list)):
+            continue
+        names = [c.get("name") for c in chunks if isinstance(c, dict)]
+        out.append({
+            "name": fqn,
+            "dtype": str(item.get("dtype")),
+            "shape": [d for d in size if isinstance(d, int)],
+            "shards": len(chunks),
+            "stored_bytes": sum(stored.get(n, 0) for n in names if isinstance(n, str)),
+        })  # fmt: skip # (one row a tensor)
+    return out
 
 
 def _reference(row: dict[str, Any]) -> str:
@@ -125,9 +174,10 @@ def _sizes(src: Path, fmt: str, tensor_bytes: int, said: int | None) -> tuple[in
 
 def _container_rows(
     src: Path,
-) -> tuple[list[dict[str, Any]], int | None, list[str], int | None]:
-    """Its tensors' rows, the source's tensor count, its kept files, and the source's
-    bytes, as the container recorded them (one Reader)."""
+) -> tuple[list[dict[str, Any]], int | None, list[str], int | None, Any]:
+    """Its tensors' rows, the source's tensor count, its kept files, the source's bytes,
+    as the container recorded them (one Reader), and a DCP checkpoint's tensors by
+    fully qualified name (:func:`dcp_rows`; ``None`` for any other container)."""
     from nncodecs import Reader
     from nncodecs.formats.file_modes import recorded_bytes
     from nncodecs.formats.ggml_convert import quantized_in_container, quantized_shapes
@@ -149,16 +199,27 @@ def _container_rows(
             }
             for i in (r.info(n) for n in r)
         ]
-        return rows, source_count(r.metadata), r.files(), recorded_bytes(r.metadata)
+        by_fqn = None
+        for key, part in (("dcp.metadata", "tensors"), ("source.dcp.tensors", None)):
+            if key in r.metadata:  # (ContainerWriter's; a compressed DCP directory's)
+                try:
+                    by_fqn = json.loads(r.metadata[key])
+                except ValueError:
+                    break
+                by_fqn = by_fqn.get(part) if part and isinstance(by_fqn, dict) else by_fqn
+                break
+        said = recorded_bytes(r.metadata)
+        return rows, source_count(r.metadata), r.files(), said, by_fqn
 
 
-def _file_rows(src: Path, fmt: str) -> list[dict[str, Any]]:
-    """Every tensor's dtype and shape from the file's header: no tensor is read."""
+def _file_rows(src: Path, fmt: str) -> tuple[list[dict[str, Any]], Any]:
+    """Every tensor's dtype and shape from the file's header: no tensor is read; and a
+    DCP directory's tensors by fully qualified name (:func:`dcp_rows`)."""
     from nncodecs.dtypes import dtype_name
     from nncodecs.formats import open_source
 
     with open_source(src, fmt) as source:  # (a GGML type and its logical shape as such)
-        return [
+        rows = [
             {
                 "name": t.name,
                 "dtype": t.quantized[0] if t.quantized else dtype_name(t.dtype),
@@ -170,3 +231,4 @@ def _file_rows(src: Path, fmt: str) -> list[dict[str, Any]]:
             }
             for t in source.tensors()
         ]
+        return rows, getattr(source, "by_fqn", None)

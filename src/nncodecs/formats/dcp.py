@@ -39,10 +39,20 @@ from nncodecs.formats.spliced import (
     spliced_metadata,
 )
 
-__all__ = ["DCP_FILES", "DcpSource", "check_dcp", "is_dcp_directory", "read_dcp_metadata"]
+__all__ = [
+    "DCP_FILES",
+    "DCP_TENSORS",
+    "DcpSource",
+    "check_dcp",
+    "is_dcp_directory",
+    "read_dcp_metadata",
+]
 
 #: Metadata: the records of a DCP directory's ``.distcp`` files.
 DCP_FILES = "source.dcp.files"
+#: Metadata: the checkpoint's tensors by fully qualified name (JSON: each one's dtype,
+#: global size and chunks with their names in the container; a bytes item's name).
+DCP_TENSORS = "source.dcp.tensors"
 
 
 def is_dcp_directory(path: Path) -> bool:
@@ -126,26 +136,34 @@ class DcpSource(Source):
 
         meta = read_dcp_metadata(self.path / ".metadata")
         self._places: dict[str, list[tuple[str, int, int, str]]] = {}
+        self.by_fqn: dict[str, Any] = {}  # (DCP_TENSORS)
         out = []
         for fqn, item in meta.state_dict_metadata.items():
             if not isinstance(item, TensorStorageMetadata):
-                continue  # (a bytes item: kept as its file's bytes)
+                self.by_fqn[fqn] = {"bytes": fqn}  # (kept as its file's bytes)
+                continue
             dtype = _dtype(item.properties.dtype)
+            chunks: list[dict[str, Any]] = []
+            self.by_fqn[fqn] = {
+                "dtype": str(item.properties.dtype).removeprefix("torch."),
+                "size": [int(d) for d in item.size],
+                "chunks": chunks,
+            }
             for chunk in item.chunks:
+                offsets, shape = [int(o) for o in chunk.offsets], [int(s) for s in chunk.sizes]
+                whole = not any(offsets) and shape == [int(d) for d in item.size]
+                name = fqn if whole else f"{fqn}@{','.join(map(str, offsets))}"
+                chunks.append({"offsets": offsets, "sizes": shape, "name": name})
                 info = meta.storage_data.get(MetadataIndex(fqn, chunk.offsets))
                 if dtype is None or info is None or info.transform_descriptors:
                     continue  # (through a stream transform, or a dtype not stored: bytes)
-                shape = tuple(int(s) for s in chunk.sizes)
                 at = self._record(info, math.prod(shape) * dtype.itemsize)
                 if at is None:
                     continue
-                offsets = [int(o) for o in chunk.offsets]
-                whole = not any(offsets) and list(shape) == [int(d) for d in item.size]
-                name = fqn if whole else f"{fqn}@{','.join(map(str, offsets))}"
                 place = (name, at, math.prod(shape) * dtype.itemsize, dtype.name)
                 self._places.setdefault(info.relative_path, []).append(place)
-                rows = FileRows(str(self._file(info.relative_path)), at, dtype, shape)
-                out.append(Tensor(name, dtype, shape, rows=rows))
+                rows = FileRows(str(self._file(info.relative_path)), at, dtype, tuple(shape))
+                out.append(Tensor(name, dtype, tuple(shape), rows=rows))
         return out
 
     def _file(self, relative: Any) -> Path:
@@ -211,6 +229,7 @@ class DcpSource(Source):
             "source.layout": "directory",
             "source.tensors": str(len(self.tensors())),
             DCP_FILES: json.dumps(records),
+            DCP_TENSORS: json.dumps(self.by_fqn),
         }
 
     def hidden_files(self) -> dict[str, Any]:
