@@ -12,7 +12,13 @@ import re
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CONTAINER_FORMAT", "foreign_entries", "is_container_dir", "own_name"]
+__all__ = [
+    "CONTAINER_FORMAT",
+    "foreign_entries",
+    "is_container_dir",
+    "is_container_zip",
+    "own_name",
+]
 
 #: The ``format`` attribute of a container's root group (nncodecs.container.layout.FORMAT).
 CONTAINER_FORMAT = "nncodecs-container"
@@ -91,4 +97,24 @@ def is_container_dir(path: Path) -> bool:
             doc = json.loads(f.read(_META_CAP))
         return doc.get("attributes", {}).get("nncodecs", {}).get("format") == CONTAINER_FORMAT
     except (OSError, ValueError, AttributeError):
+        return False
+
+
+def is_container_zip(path: Path) -> bool:
+    """Whether ``path`` is a zip file holding an nncodecs container (its root ``zarr.json``
+    says so): the only kind of file a DCP save or a zip of tasks replaces, when told to."""
+    import zipfile
+    import zlib
+
+    if path.is_symlink() or not path.is_file():
+        return False
+    try:
+        with zipfile.ZipFile(path) as zf:
+            info = zf.getinfo("zarr.json")
+            if info.file_size > _META_CAP or info.flag_bits & 0x1:  # (too big; encrypted)
+                return False
+            doc = json.loads(zf.read(info))
+        return doc.get("attributes", {}).get("nncodecs", {}).get("format") == CONTAINER_FORMAT
+    except (OSError, ValueError, AttributeError, KeyError, EOFError, zlib.error,
+            zipfile.BadZipFile, NotImplementedError):  # fmt: skip # (what a damaged zip raises)
         return False

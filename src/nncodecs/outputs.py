@@ -1,10 +1,9 @@
 """Where nncodecs writes: only the output the user named, and only once it is whole.
 
-Every output (a container directory or zip, a restored model file or
-directory) is written under a temporary name beside it and renamed into
-place when it is complete and flushed, so a failed or killed run leaves the
-previous output (or nothing) at the named path. The names nncodecs may
-create beside an output ``NAME`` are, and are only:
+Every output (a container directory or zip, a restored model file or directory) is
+written under a temporary name beside it and renamed into place when it is complete
+and flushed, so a failed or killed run leaves the previous output (or nothing) at the
+named path. The names nncodecs may create beside an output ``NAME`` are, and are only:
 
 ``.NAME.nncodecs-PID.tmp``
     the output being written by process ``PID``;
@@ -12,13 +11,15 @@ create beside an output ``NAME`` are, and are only:
     a directory being replaced, between two renames;
 ``.NAME.nncodecs.lock``
     the lock of a writer appending to a local container (see
-    :mod:`nncodecs.container`).
+    :mod:`nncodecs.container`);
+``.NAME.nncodecs-parts``, ``.NAME.nncodecs-dcp``, ``.NAME.nncodecs-old``
+    a zip's parts (:mod:`nncodecs.container.task_zip`); a DCP save's container and the
+    one it replaces, until renamed (:mod:`nncodecs.integrations.dcp`).
 
-A run removes the temporaries of processes that no longer exist before it
-writes. An existing output is replaced only when the caller says so
-(``force`` / ``overwrite``), and a directory only when it is an nncodecs
-container holding nothing but its own documents and chunks (and these
-temporaries): nothing else is ever deleted.
+A run removes the temporaries of processes that no longer exist before it writes. An
+existing output is replaced only when the caller says so (``force`` / ``overwrite``), and
+a directory only when it is an nncodecs container holding nothing but its own documents
+and chunks (and these temporaries): nothing else is ever deleted.
 
 This module sits below every other one: it knows paths, not tensors.
 """
@@ -39,6 +40,7 @@ from nncodecs.output_lock import OutputLock, lock_path, uninterrupted
 from nncodecs.output_names import (
     foreign_entries,
     is_container_dir,
+    is_container_zip,
     own_name,
 )
 
@@ -51,6 +53,7 @@ __all__ = [
     "foreign_entries",
     "is_chained",
     "is_container_dir",
+    "is_container_zip",
     "is_url",
     "keep_times",
     "lock_path",

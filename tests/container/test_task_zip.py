@@ -89,33 +89,95 @@ def test_what_is_never_replaced_nor_removed(tmp_path: Path) -> None:
     mine = task_zip.parts_folder(tmp_path / "x.zip")
     mine.mkdir()
     (mine / "keep").write_text("mine")  # (a folder of that name that no run began)
-    with pytest.raises(FileExistsError):
+    with pytest.raises(FileExistsError, match="no run began it"):
         task_zip.begin(tmp_path / "x.zip")
     assert (mine / "keep").read_text() == "mine"
+    with pytest.raises(FileExistsError, match="no run began it"):
+        task_zip.begin(tmp_path / "x.zip", overwrite=True)
     with pytest.raises(ValueError, match="local zip"):
         task_zip.begin("s3://bucket/x.zip")
     with pytest.raises(ValueError, match="local zip"):
         task_zip.begin(tmp_path / "x.zarr")
 
 
-def test_a_cut_or_foreign_part_is_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize("which", [0, 1])  # (the first part, which is renamed; a later one)
+def test_a_cut_forged_or_linked_part_is_refused_and_the_commit_may_be_tried_again(
+    tmp_path: Path, which: int
+) -> None:
     target = tmp_path / "m.zip"
     plans = _plans()
-    folder = str(task_zip.begin(target))
+    folder = task_zip.begin(target)
     jobs = [(p, *s) for p in plans for s in p.slabs()]
-    rec_a, part_a = _part(folder, jobs[:2])
-    rec_b, part_b = _part(folder, jobs[2:])
-    cut = Path(folder) / "parts" / part_b.name
-    cut.write_bytes(cut.read_bytes()[:-3])
+    rec_a, part_a = _part(str(folder), jobs[:2])
+    rec_b, part_b = _part(str(folder), jobs[2:])
+    records, parts = rec_a + rec_b, [part_a, part_b]
+    file = folder / "parts" / parts[which].name
+    whole = file.read_bytes()
+    file.write_bytes(whole[:-3])
     with pytest.raises(CorruptDataError, match="another size"):
-        task_zip.commit(target, plans, rec_a + rec_b, [part_a, part_b])
-    assert not target.exists()
-    folder = str(task_zip.begin(target))
-    rec_a, part_a = _part(folder, jobs)
-    forged = task_zip.PartRecord("../../elsewhere.zip", part_a.entries, part_a.size)
-    with pytest.raises(ValueError, match="distinct files"):
-        task_zip.commit(target, plans, rec_a, [forged])
-    assert not target.exists()
+        task_zip.commit(target, plans, records, parts)
+    file.write_bytes(whole)
+    forged = [task_zip.PartRecord(p.name, p.entries, p.size + 5) for p in parts]
+    with pytest.raises(CorruptDataError, match="another size"):
+        task_zip.commit(target, plans, records, forged)
+    swapped = [
+        task_zip.PartRecord(p.name, parts[1 - i].entries, p.size) for i, p in enumerate(parts)
+    ]
+    with pytest.raises(CorruptDataError, match="other entries"):
+        task_zip.commit(target, plans, records, swapped)
+    for name in ("../../elsewhere.zip", "", ".."):
+        renamed = [task_zip.PartRecord(name, p.entries, p.size) if i == which else p
+                   for i, p in enumerate(parts)]  # fmt: skip
+        with pytest.raises(ValueError, match="distinct parts"):
+            task_zip.commit(target, plans, records, renamed)
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"V" * len(whole))
+    file.rename(tmp_path / "aside")
+    file.symlink_to(victim)  # (a link in place of a part: never followed)
+    with pytest.raises(CorruptDataError, match="not a regular file"):
+        task_zip.commit(target, plans, records, parts)
+    assert victim.read_bytes() == b"V" * len(whole) and not target.exists()
+    file.unlink()
+    (tmp_path / "aside").rename(file)
+    task_zip.commit(target, plans, records, parts)  # (every refusal left the parts as they were)
+    with Reader(target) as r:
+        for name, arr in _model().items():
+            assert np.array_equal(r.read_tensor(name, check=True).view(arr.dtype), arr)
+
+
+def test_replacing_asks_for_overwrite_at_both_ends_and_respects_a_writer(tmp_path: Path) -> None:
+    from nncodecs import Writer
+
+    target = tmp_path / "m.zip"
+    _write(target)
+    plans = _plans()
+    folder = task_zip.begin(target, overwrite=True)
+    records, part = _part(str(folder), [(p, *s) for p in plans for s in p.slabs()])
+    with pytest.raises(FileExistsError, match="overwrite=True"):
+        task_zip.commit(target, plans, records, [part])  # (and the parts stay: tried again)
+    with Writer(target, mode="a"):  # (a Writer appending holds the lock)
+        with pytest.raises(BlockingIOError, match="another writer"):
+            task_zip.commit(target, plans, records, [part], overwrite=True)
+        with pytest.raises(BlockingIOError, match="another writer"):
+            task_zip.begin(target, overwrite=True)
+    task_zip.commit(target, plans, records, [part], overwrite=True)
+    with Reader(target) as r:
+        assert list(r) == list(_model())
+
+
+def test_only_a_container_zip_is_replaced(tmp_path: Path) -> None:
+    import json
+
+    fake = tmp_path / "fake.zip"
+    with zipfile.ZipFile(fake, "w") as zf:  # (a root document, not a container's)
+        zf.writestr("zarr.json", json.dumps({"zarr_format": 3, "node_type": "group"}))
+        zf.writestr("precious.txt", "mine")
+    link = tmp_path / "link.zip"
+    link.symlink_to(tmp_path / "missing.zip")
+    for path in (fake, link):
+        with pytest.raises(FileExistsError, match="never replaced"):
+            task_zip.begin(path, overwrite=True)
+    assert zipfile.ZipFile(fake).read("precious.txt") == b"mine" and link.is_symlink()
 
 
 def test_series_tensors_into_zips(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ import sys
 import warnings
 from pathlib import Path
 
+import numpy as np
 from conftest import optional_import
 
 from nncodecs import Reader
@@ -117,21 +118,35 @@ def test_a_sharded_directory_of_two_ranks(tmp_path: Path) -> None:
     same_tree(tmp_path / "s", tmp_path / "back")
 
 
-def test_dcp_rows_of_forged_json_leave_out_what_is_not_of_its_form() -> None:
+def test_dcp_rows_of_forged_json_leave_out_what_is_not_of_its_form(tmp_path: Path) -> None:
     from nncodecs.cli.info import dcp_rows
+    from nncodecs.container import tasks
 
     forged = {
         "ok": {"dtype": "float32", "size": [4, 2], "chunks": [{"name": "ok"}]},
         "no-chunks": {"dtype": "float32", "size": [4]},
         "odd": 7,
         "b": {"bytes": 5},
-        "shape": {"dtype": "x", "size": ["1", 2], "chunks": ["junk", {"name": 3}]},
+        "shape": {"dtype": "x", "size": ["1", 2], "chunks": [{"name": "s"}]},
+        "bool": {"dtype": "x", "size": [True, -3], "chunks": [{"name": "s"}]},
+        "junk": {"dtype": "x", "size": [2], "chunks": ["junk"]},
+        "kind": {"dtype": {"x": 1}, "size": [2], "chunks": [{"name": "s"}]},
     }
     rows = {r["name"]: r for r in dcp_rows(forged, {"ok": 10})}
-    assert set(rows) == {"ok", "b", "shape"}
-    assert rows["ok"]["stored_bytes"] == 10 and rows["shape"]["shape"] == [2]
-    assert rows["b"]["stored_bytes"] == 0
+    assert set(rows) == {"ok"} and rows["ok"]["stored_bytes"] == 10
     assert dcp_rows([1, 2], {}) == [] and dcp_rows(None, {}) == []
+    for name, text in (("esc", json.dumps({"tensors": {"w\x1b[2J": {
+            "dtype": "\x1b]0;PWNED\x07\udfff", "size": [4], "chunks": [{"name": "w"}]}}})),
+            ("deep", "[" * 100000 + "]" * 100000)):  # fmt: skip
+        a = np.zeros(4, np.float32)
+        p = tasks.plan("w", a.dtype, a.shape)
+        tasks.begin(str(tmp_path / name))
+        rec = [tasks.write_rows(str(tmp_path / name), p, s, e, a[s:e]) for s, e in p.slabs()]
+        tasks.commit(str(tmp_path / name), [p], rec, {"dcp.metadata": text})
+        out = run("info", name, cwd=tmp_path)
+        assert out.returncode == 0, out.stderr
+        assert "\x1b" not in out.stdout and "\x07" not in out.stdout  # (escapes written out)
+    assert "\\x1b]0;PWNED" in run("info", "esc", cwd=tmp_path).stdout
 
 
 class _Evil:

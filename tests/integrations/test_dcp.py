@@ -230,3 +230,29 @@ def test_a_zip_target_that_is_not_a_container_is_never_replaced(tmp_path: Path) 
     dcp.load(back, storage_reader=ContainerReader(path))
     assert torch.equal(back["w"], state["w"]) and back["step"] == 3
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.zip", "one.zip"]
+
+
+def test_a_checkpoint_is_never_its_own_reference_and_file_urls_are_local(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import torch
+    import torch.distributed.checkpoint as dcp
+
+    from nncodecs.integrations.dcp import ContainerReader, ContainerWriter
+
+    state = {"w": torch.randn(7, 3)}
+    for path in (tmp_path / "one.zip", tmp_path / "dir"):
+        dcp.save(state, storage_writer=ContainerWriter(path))
+        same = ContainerWriter(path, overwrite=True, reference=f"{tmp_path}/./{path.name}")
+        with pytest.raises(BaseException, match="its own reference"):  # (DCP's exception)
+            dcp.save({"w": torch.zeros(7, 3)}, storage_writer=same)
+        back = {"w": torch.zeros(7, 3)}
+        dcp.load(back, storage_reader=ContainerReader(path))  # (the checkpoint intact)
+        assert torch.equal(back["w"], state["w"])
+    monkeypatch.chdir(tmp_path)
+    url = f"file://{tmp_path}/u.zip"
+    dcp.save(state, storage_writer=ContainerWriter(url))
+    assert (tmp_path / "u.zip").is_file() and not (tmp_path / "file:").exists()
+    back = {"w": torch.zeros(7, 3)}
+    dcp.load(back, storage_reader=ContainerReader(url))
+    assert torch.equal(back["w"], state["w"])

@@ -76,7 +76,7 @@ def cmd_info(args: argparse.Namespace) -> int:
             [
                 (
                     shown(c["name"]),
-                    c["dtype"],
+                    shown(c["dtype"]),
                     "-" if c["dtype"] == "bytes" else "x".join(map(str, c["shape"])) or "()",
                     str(c["shards"]),
                     human(c["stored_bytes"]) if c["stored_bytes"] else "-",
@@ -103,27 +103,30 @@ def _print_table(head: tuple[str, ...], table: list[tuple[str, ...]], right: tup
 
 def dcp_rows(by_fqn: Any, stored: dict[str, int]) -> list[dict[str, Any]]:
     """A DCP checkpoint's tensors by fully qualified name (``by_fqn``: the JSON the
-    container or the directory's source gives; entries not of its form are left out):
+    container or the directory's source gives; an entry not of its form is left out):
     dtype, global shape, the number of shards, the stored bytes of those stored."""
     out: list[dict[str, Any]] = []
     for fqn, item in (by_fqn if isinstance(by_fqn, dict) else {}).items():
         if not isinstance(item, dict):
             continue
         if "bytes" in item:
-            held = stored.get(item["bytes"], 0) if isinstance(item["bytes"], str) else 0
-            out.append({"name": fqn, "dtype": "bytes", "shape": [], "shards": 1,
-                        "stored_bytes": held})  # fmt: skip # (one row)
+            if isinstance(item["bytes"], str):
+                out.append({"name": fqn, "dtype": "bytes", "shape": [], "shards": 1,
+                            "stored_bytes": stored.get(item["bytes"], 0)})  # fmt: skip # (one row)
             continue
-        chunks, size = item.get("chunks"), item.get("size")
-        if not (isinstance(chunks, list) and isinstance(size, list)):
+        chunks, size, dtype = item.get("chunks"), item.get("size"), item.get("dtype")
+        if not (isinstance(chunks, list) and isinstance(size, list) and isinstance(dtype, str)):
             continue
-        names = [c.get("name") for c in chunks if isinstance(c, dict)]
+        names = [c.get("name") if isinstance(c, dict) else None for c in chunks]
+        dims = all(type(d) is int and d >= 0 for d in size)
+        if not dims or not all(isinstance(n, str) for n in names):
+            continue
         out.append({
             "name": fqn,
-            "dtype": str(item.get("dtype")),
-            "shape": [d for d in size if isinstance(d, int)],
+            "dtype": dtype,
+            "shape": size,
             "shards": len(chunks),
-            "stored_bytes": sum(stored.get(n, 0) for n in names if isinstance(n, str)),
+            "stored_bytes": sum(stored.get(n, 0) for n in names),
         })  # fmt: skip # (one row a tensor)
     return out
 
@@ -204,7 +207,7 @@ def _container_rows(
             if key in r.metadata:  # (ContainerWriter's; a compressed DCP directory's)
                 try:
                     by_fqn = json.loads(r.metadata[key])
-                except ValueError:
+                except (ValueError, RecursionError):  # (not JSON; nested past any table)
                     break
                 by_fqn = by_fqn.get(part) if part and isinstance(by_fqn, dict) else by_fqn
                 break

@@ -24,7 +24,10 @@ the next :func:`begin` for that target removes it (it removes nothing else).
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
+import stat
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -32,8 +35,9 @@ from pathlib import Path
 from typing import Any
 
 from nncodecs.container import tasks
-from nncodecs.outputs import check_output, is_url, publish
-from nncodecs.store.zip_writer import ZipWriter
+from nncodecs.errors import CorruptDataError
+from nncodecs.outputs import OutputLock, is_container_zip, is_url, publish
+from nncodecs.store.zip_writer import ZipWriter, contiguous
 
 __all__ = ["Part", "PartRecord", "begin", "commit", "parts_folder"]
 
@@ -59,27 +63,44 @@ def parts_folder(target: str | Path) -> Path:
 def begin(target: str | Path, overwrite: bool = False) -> Path:
     """The parts folder of a zip ``target`` (a local path ending in ``.zip``), begun
     empty: what a killed run left there is removed first. An existing target is
-    refused unless ``overwrite`` (it is replaced at the commit, not here)."""
-    target = str(target)
-    if is_url(target) or not target.endswith(".zip"):
-        raise ValueError(f"{target}: task_zip writes a local zip file (NAME.zip)")
-    path = Path(target)
-    check_output(path, overwrite)
-    if path.is_dir() and not path.is_symlink():
-        raise FileExistsError(f"{target}: a directory, where a zip file would go")
-    if path.is_file() and not _is_container_zip(path):
-        raise FileExistsError(f"{target}: exists and is not a container: never replaced")
+    refused unless ``overwrite`` and it is a container zip (replaced at the commit, not
+    here); so is one a Writer holds (its lock)."""
+    path = _target(target)
+    _check_target(path, overwrite)
     folder = parts_folder(path)
-    try:
-        tasks.check_begun(str(folder))
-    except ValueError:
-        pass  # (nothing there, or not a folder begun here: left as it is, and refused below)
-    else:
-        shutil.rmtree(folder)  # (a killed run's: begun here and never committed)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tasks.begin(str(folder))
-    (folder / _PARTS).mkdir()
+    with OutputLock(path):  # (a Writer appending to it: refused, naming its pid)
+        if folder.exists() or folder.is_symlink():
+            try:
+                tasks.check_begun(str(folder))
+            except ValueError:
+                raise FileExistsError(
+                    f"{folder}: exists, and no run began it: never removed (move it away "
+                    f"to write {path.name})"
+                ) from None
+            shutil.rmtree(folder)  # (a run's that never committed: begun here, by tasks)
+        tasks.begin(str(folder))
+        (folder / _PARTS).mkdir()
     return folder
+
+
+def _target(target: str | Path) -> Path:
+    text = str(target)
+    if is_url(text) or not text.endswith(".zip"):
+        raise ValueError(f"{text}: task_zip writes a local zip file (NAME.zip)")
+    return Path(text)
+
+
+def _check_target(path: Path, overwrite: bool) -> None:
+    """An existing target is replaced only with ``overwrite``, and only a container zip."""
+    if not (path.exists() or path.is_symlink()):
+        return
+    if not overwrite:
+        raise FileExistsError(f"{path}: exists (overwrite=True replaces it at the commit)")
+    if path.is_symlink():
+        raise FileExistsError(f"{path}: a link: never replaced (name the file it points to)")
+    if not is_container_zip(path):
+        raise FileExistsError(f"{path}: exists and is not a container zip: never replaced")
 
 
 class Part:
@@ -116,43 +137,66 @@ def commit(
     metadata: dict[str, str] | None = None,
     overwrite: bool = False,
 ) -> None:
-    """Join the parts into the zip at ``target`` and commit it (see the module): refused,
-    with the target untouched, where :func:`nncodecs.container.tasks.commit` would
-    refuse the records."""
-    path = Path(target)
+    """Join the parts into the zip at ``target`` and commit it (see the module). Refused,
+    with the target and the parts as they were (so a commit may be tried again), where
+    :func:`nncodecs.container.tasks.commit` would refuse the records, where a part is
+    not what its record says (its file, its size, its entries one after another), or
+    where the target may not be replaced (``overwrite``, as :func:`begin` takes it)."""
+    path = _target(target)
     folder = parts_folder(path)
     tasks.check_begun(str(folder))
     objects = tasks.commit_objects(plans, records, metadata, str(target))
-    names = [p.name for p in parts]
-    if len(set(names)) != len(names) or any(Path(n).name != n for n in names):
-        raise ValueError(f"{target}: the parts named are not distinct files of the folder")
-    joined = folder / "joined.zip"
-    parts = [p for p in parts if p.size]  # (a part that holds nothing: left in the folder)
-    if parts:
-        first = parts[0]
-        (folder / _PARTS / first.name).rename(joined)
-        out = ZipWriter(joined, first.entries, first.size)
-    else:
-        out = ZipWriter(joined)
-    try:
-        for p in parts[1:]:
-            out.join(folder / _PARTS / p.name, p.entries, p.size)
-        for key, data in objects.items():  # (the root document last)
-            out.add(key, data, deflate=True)
-    except BaseException:
-        out.discard()
-        raise
-    out.close()
-    publish(joined, path, force=overwrite)
+    files = _checked_parts(folder, parts)
+    with OutputLock(path):
+        _check_target(path, overwrite)
+        joined = folder / "joined.zip"
+        kept = [(f, p) for f, p in zip(files, parts, strict=True) if p.size]
+        first = kept[0] if kept else None
+        if first is not None:
+            first[0].rename(joined)
+            out = ZipWriter(joined, tuple(first[1].entries), first[1].size)
+        else:
+            out = ZipWriter(joined)
+        try:
+            for file, p in kept[1:]:
+                out.join(file, tuple(p.entries), p.size)
+            for key, data in objects.items():  # (the root document last)
+                out.add(key, data, deflate=True)
+            out.close()
+            publish(joined, path, force=overwrite)
+        except BaseException:
+            out.discard()
+            if first is not None and joined.exists():  # (the first part back, as it was)
+                os.truncate(joined, first[1].size)
+                joined.rename(first[0])
+            raise
     shutil.rmtree(folder)
 
 
-def _is_container_zip(path: Path) -> bool:
-    """A zip file whose root document is there (what a commit makes)."""
-    import zipfile
+_PART_NAME = re.compile(r"^[0-9a-f]{32}\.zip$")
 
-    try:
-        with zipfile.ZipFile(path) as zf:
-            return "zarr.json" in zf.namelist()
-    except (OSError, zipfile.BadZipFile):
-        return False
+
+def _checked_parts(folder: Path, parts: list[PartRecord]) -> list[Path]:
+    """Each part's file: a regular file of the folder (not a link) of the size its
+    record says, holding its entries one after another; else refused, by name."""
+    names = [getattr(p, "name", None) for p in parts]
+    if len(set(names)) != len(names) or not all(
+        isinstance(n, str) and _PART_NAME.match(n) for n in names
+    ):
+        raise ValueError(f"{folder}: the parts named are not distinct parts of the folder")
+    files = []
+    for p in parts:
+        file = folder / _PARTS / p.name
+        try:
+            st = file.lstat()
+        except FileNotFoundError:
+            raise CorruptDataError(f"{file}: a part named is not there") from None
+        if not stat.S_ISREG(st.st_mode):
+            raise CorruptDataError(f"{file}: not a regular file (a part is one)")
+        if not contiguous(p.entries, p.size) or st.st_size != p.size:
+            raise CorruptDataError(
+                f"{file}: {p.size} bytes of entries were recorded, it holds another size "
+                "or other entries"
+            )
+        files.append(file)
+    return files

@@ -11,7 +11,7 @@ from typing import Any
 
 from nncodecs.container import Reader, task_zip
 from nncodecs.container import tasks as container_tasks
-from nncodecs.outputs import is_url
+from nncodecs.outputs import is_container_dir, is_url
 
 __all__ = ["begin_save", "is_zip", "remove_unfinished", "staging_of", "swap", "target_of"]
 
@@ -21,6 +21,8 @@ def target_of(checkpoint_id: Any, writing: bool = True) -> str:
     target = os.fspath(checkpoint_id)
     if not isinstance(target, str) or not target:
         raise TypeError(f"a checkpoint id is a path or URL, got {checkpoint_id!r}")
+    if target.startswith("file://"):  # (a local path, as fsspec means it)
+        target = target.removeprefix("file://") or "/"
     if writing and is_url(target) and is_zip(target.rstrip("/")):
         raise ValueError(
             f"{target}: a zip is written as a local file (its parts joined and renamed into "
@@ -32,6 +34,12 @@ def target_of(checkpoint_id: Any, writing: bool = True) -> str:
 def is_zip(target: str) -> bool:
     """A zip target (one file): its name ends in ``.zip``."""
     return target.endswith(".zip")
+
+
+def _same_target(a: str, b: str) -> bool:
+    if is_url(a) or is_url(b):
+        return a.rstrip("/") == b.rstrip("/")
+    return os.path.realpath(a) == os.path.realpath(b)
 
 
 def staging_of(path: str) -> str:
@@ -49,6 +57,11 @@ def begin_save(
     staging container, a zip's parts folder, or the URL itself), after the checks and
     the removal of what a killed save left there."""
     if reference is not None:  # (a reference that cannot be read: refused first)
+        if _same_target(reference, path):
+            raise ValueError(
+                f"{path}: a checkpoint cannot be its own reference (it is replaced by the "
+                "save that would be stored against it)"
+            )
         Reader(reference, storage_options=opts).close()
     if is_zip(path):
         return str(task_zip.begin(path, overwrite))
@@ -64,7 +77,7 @@ def begin_save(
         local = Path(path)
         if (local.exists() or local.is_symlink()) and not overwrite:
             raise FileExistsError(f"{path}: exists (overwrite=True replaces it at the commit)")
-        if local.exists() and not (local / "zarr.json").is_file():
+        if local.exists() and not is_container_dir(local):
             raise FileExistsError(f"{path}: exists and is not a container: never replaced")
         remove_unfinished(staging, opts, staging=True)
         shutil.rmtree(local.parent / f".{local.name}.nncodecs-old", ignore_errors=True)

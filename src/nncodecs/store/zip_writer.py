@@ -33,7 +33,7 @@ try:
 except ImportError:  # (optional: ISA-L's wheels cover x86-64 and aarch64 Linux, macOS)
     from zlib import crc32
 
-__all__ = ["ZipWriter"]
+__all__ = ["ZipWriter", "contiguous"]
 
 # zipfile's limits: past them, ZIP64 fields (it writes them from 2 GiB on).
 ZIP64_LIMIT = (1 << 31) - 1
@@ -231,3 +231,22 @@ def _end_records(count: int, offset: int, size: int) -> bytes:
         out += struct.pack("<IIQI", 0x07064B50, 0, at, 1)
         count, offset, size = (min(count, 0xFFFF), min(offset, 0xFFFFFFFF), min(size, 0xFFFFFFFF))
     return out + struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, count, count, size, offset, 0)
+
+
+def contiguous(entries: Any, size: int) -> bool:
+    """Whether ``entries`` are a ZipWriter's, lying one after another from byte 0 and
+    ending at ``size`` (a part as :meth:`ZipWriter.join` takes it)."""
+    if not isinstance(entries, tuple | list) or type(size) is not int:
+        return False
+    at = 0
+    for e in entries:
+        if not isinstance(e, _Entry) or not isinstance(e.name, bytes):
+            return False
+        fields = (e.offset, e.size, e.stored, e.crc, e.flags, e.method)
+        if any(type(v) is not int or v < 0 for v in fields) or e.offset != at:
+            return False
+        try:
+            at += len(_local_header(e, 0, 0)) + e.stored
+        except struct.error:  # (a field past what its header holds)
+            return False
+    return at == size
