@@ -73,10 +73,15 @@ def foreign_entries(path: Path, limit: int = 5) -> list[str]:
             name = f"{rel}{entry.name}"
             if len(found) >= limit or entry.name == "zarr.json" or _OWN.match(entry.name):
                 continue
-            if entry.is_symlink() or not entry.is_dir():
+            if entry.is_symlink():
                 found.append(name)
-            elif kind == "array" and entry.name == "c":
-                chunks(entry, name + "/")
+            elif kind == "array" and entry.name == "c":  # (a 0-d array's one chunk: a file)
+                if entry.is_dir():
+                    chunks(entry, name + "/")
+                elif not entry.is_file():
+                    found.append(name)
+            elif not entry.is_dir():
+                found.append(name)
             elif kind == "group" and _node_type(entry) in ("group", "array"):
                 walk(entry, name + "/", _node_type(entry))
             else:

@@ -200,3 +200,20 @@ def test_series_tensors_into_zips(tmp_path: Path) -> None:
     with Reader(second) as r:
         assert r.references()  # (it reads through the zip before it)
         assert r.read_tensor("w", check=True).tobytes() == moved.tobytes()
+
+
+def test_a_link_planted_in_the_folder_is_never_followed(tmp_path: Path) -> None:
+    target = tmp_path / "m.zip"
+    a = np.zeros((0, 4), np.float32)  # (a tensor of no rows: its part holds nothing)
+    plans = [tasks.plan("e", a.dtype, a.shape)]
+    folder = task_zip.begin(target)
+    part = task_zip.Part(folder)
+    records = [series.write_tensor(str(folder), plans[0], a, put=part.add)]
+    closed = part.close()
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"V" * 100)
+    (folder / "joined.zip").symlink_to(victim)
+    task_zip.commit(target, plans, records, [closed])
+    assert victim.read_bytes() == b"V" * 100 and not target.is_symlink()
+    with Reader(target) as r:
+        assert r.read_tensor("e").shape == (0, 4)

@@ -256,3 +256,50 @@ def test_a_checkpoint_is_never_its_own_reference_and_file_urls_are_local(
     back = {"w": torch.zeros(7, 3)}
     dcp.load(back, storage_reader=ContainerReader(url))
     assert torch.equal(back["w"], state["w"])
+
+
+def test_alternating_slots_and_what_a_directory_holds_are_never_lost(tmp_path: Path) -> None:
+    """A save never replaces a checkpoint its reference is stored against (two slots in
+    turn); a directory holding a file the container does not, or one a Writer holds, is
+    not replaced; a save killed between its two renames leaves the previous container,
+    which the next save puts back."""
+    import shutil
+
+    import numpy as np
+    import torch
+    import torch.distributed.checkpoint as dcp
+
+    from nncodecs import Writer
+    from nncodecs.integrations.dcp import ContainerReader, ContainerWriter
+
+    def state(seed: int) -> dict[str, Any]:
+        return {"w": torch.randn(64, 8, generator=torch.Generator().manual_seed(seed))}
+
+    def loads(path: Path, seed: int) -> bool:
+        back = {"w": torch.zeros(64, 8)}
+        dcp.load(back, storage_reader=ContainerReader(path))
+        return torch.equal(back["w"], state(seed)["w"])
+
+    a, b = tmp_path / "a", tmp_path / "b.zip"
+    dcp.save(state(1), storage_writer=ContainerWriter(a))
+    dcp.save(state(1), storage_writer=ContainerWriter(b, reference=a))  # (b: against a)
+    writer = ContainerWriter(overwrite=True)
+    writer.reference = f"file://{b}"  # (set between steps, spelled as a URL)
+    with pytest.raises(BaseException, match="stored against it"):
+        dcp.save(state(3), storage_writer=writer, checkpoint_id=a)
+    assert loads(a, 1) and loads(b, 1)
+    (a / "notes.txt").write_text("mine")
+    with pytest.raises(BaseException, match=r"notes\.txt"):
+        dcp.save(state(4), storage_writer=ContainerWriter(a, overwrite=True))
+    (a / "notes.txt").unlink()
+    with Writer(a, mode="a") as w:  # (it holds the lock)
+        with pytest.raises(BaseException, match="another writer"):
+            dcp.save(state(4), storage_writer=ContainerWriter(a, overwrite=True))
+        w.add_tensor("extra", np.arange(3, dtype=np.float32))
+    assert loads(a, 1)
+    old = tmp_path / ".a.nncodecs-old"  # (a save killed between its two renames)
+    a.rename(old)
+    shutil.copytree(old, tmp_path / ".a.nncodecs-dcp")
+    with pytest.raises(BaseException, match="overwrite=True"):  # (a is back: not replaced)
+        dcp.save(state(5), storage_writer=ContainerWriter(a))
+    assert loads(a, 1) and not old.exists()

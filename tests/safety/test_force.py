@@ -24,6 +24,7 @@ def _container(path: Path) -> Path:
     with Writer(path) as w:
         w.add_tensor("a", np.ones((30, 20), "f4"))
         w.add_tensor("b", np.arange(100))
+        w.add_tensor("s", np.array(3.5, "f4"))  # (0-d: its one chunk is the file s/c)
         w.add_file("notes/readme.txt", b"hi")
     return path
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from nncodecs.container import delta, records
 from nncodecs.container.delta_writes import against, delta_objects
-from nncodecs.container.references import recorded_location
+from nncodecs.container.references import recorded_location, resolve_reference
 from nncodecs.container.tasks import (
     TensorPlan,
     TensorRecord,
@@ -31,7 +31,14 @@ from nncodecs.container.tasks import (
 )
 from nncodecs.dtypes import dtype_name
 
-__all__ = ["MAX_CHAIN", "Series", "check_max_chain", "tensor_hash", "write_tensor"]
+__all__ = [
+    "MAX_CHAIN",
+    "Series",
+    "check_max_chain",
+    "reference_chain",
+    "tensor_hash",
+    "write_tensor",
+]
 
 MAX_CHAIN = delta.MAX_CHAIN
 check_max_chain = delta.check_max_chain
@@ -135,3 +142,25 @@ def write_tensor(
         shape=tuple(arr.shape),
         dtype=dtype_name(arr.dtype),
     )
+
+
+def reference_chain(
+    container: str, storage_options: dict[str, Any] | None = None, limit: int = 1024
+) -> list[str]:
+    """Every container ``container`` reads through, at any depth (where each one's
+    references lead, as a Reader follows them): what a save stored against it must not
+    replace. At most ``limit`` containers are opened."""
+    from nncodecs.container.reader import Reader
+
+    seen: list[str] = []
+    todo = [container]
+    while todo and len(seen) < limit:
+        here = todo.pop()
+        with Reader(here, storage_options=storage_options) as r:
+            found = {ref["container"] for ref in r.references().values()}
+        for recorded in sorted(found):
+            there = resolve_reference(here, recorded, {})
+            if there not in seen:
+                seen.append(there)
+                todo.append(there)
+    return seen

@@ -156,6 +156,7 @@ def commit(
             first[0].rename(joined)
             out = ZipWriter(joined, tuple(first[1].entries), first[1].size)
         else:
+            joined.unlink(missing_ok=True)  # (whatever is there, a link too: never followed)
             out = ZipWriter(joined)
         try:
             for file, p in kept[1:]:

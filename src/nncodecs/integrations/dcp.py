@@ -207,7 +207,7 @@ class ContainerWriter(StorageWriter):
         staging = staging_of(str(self.path))
         container_tasks.commit(staging, plans, records, meta, self.storage_options)
         if staging != self.path:
-            swap(Path(staging), Path(str(self.path)))
+            swap(Path(staging), Path(str(self.path)), self.overwrite)
 
     def storage_meta(self) -> StorageMeta | None:
         from torch.distributed.checkpoint.metadata import StorageMeta
