@@ -13,7 +13,7 @@ checked bit for bit against what was saved; then the files and folders each save
 makes and what creating one costs where they are written (a directory container makes
 one a stored object and a few a tensor, DCP's writer one a rank).
 
-Usage: ``python benchmarks/dcp.py [--work DIR] [--repeat 5]``
+Usage: ``python benchmarks/dcp.py [--work DIR] [--repeat 5] [--pause SECONDS]``
 """
 
 from __future__ import annotations
@@ -91,6 +91,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "nncodecs-dcp"))
     parser.add_argument("--repeat", type=int, default=5)
+    idle = "seconds idle before each timed save and load (saves spaced out, as in training)"
+    parser.add_argument("--pause", type=float, default=0.0, help=idle)
     args = parser.parse_args()
     work = Path(args.work)
     from nncodecs.datasets import minilm_training_checkpoints
@@ -118,6 +120,7 @@ def main() -> None:
                 path = work / "out" / f"{i}{suffix}"
                 remove(path)
                 os.sync()  # (no save pays for writing out another's dirty pages)
+                time.sleep(args.pause)
                 t0 = time.perf_counter()
                 dcp.save(state, storage_writer=writer(path))
                 save = time.perf_counter() - t0
@@ -125,6 +128,7 @@ def main() -> None:
                 run["files"] = sum(1 for _ in path.rglob("*")) + 1 if path.is_dir() else 1
                 target = zeroed(state)
                 os.sync()
+                time.sleep(args.pause)
                 t0 = time.perf_counter()
                 dcp.load(target, storage_reader=reader(path))
                 load = time.perf_counter() - t0
@@ -146,7 +150,8 @@ def main() -> None:
           f"takes {made_at * 1e6:.0f} us (a file and a folder, 500 of each)")  # fmt: skip
     print(f"ratio = tensor bytes ({raw / 1e6:.1f} MB of float32) / stored bytes (x smaller); "
           f"seconds: medians of {args.repeat} rounds (one save and load of each system a "
-          "round, in turn), after a round that warms up")  # fmt: skip
+          f"round, in turn), after a round that warms up; {args.pause:g} s idle before "
+          "each")  # fmt: skip
 
 
 def creation_cost(folder: Path, n: int = 500) -> float:
